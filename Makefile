@@ -1,0 +1,36 @@
+# The two commands of the README: `make book` builds the book, `make test` runs every test.
+# Each creates .venv and installs the project when needed (only Python 3.11 and pip required).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= 2
+
+.PHONY: book test install lab refresh clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[book,test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W --keep-going --all
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
+		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+# Re-execute chapters in place and store their new outputs: make refresh NB=book/primer/*.ipynb
+NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*')
+refresh: $(STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=1200 $(NB)
+
+clean:
+	rm -rf _build

@@ -1,0 +1,14 @@
+"""dprl: differentially private reinforcement learning, reproduced.
+
+The package behind the dprl book. Submodules:
+
+- :mod:`dprl.mechanisms`: Gaussian (classic and analytic) and Laplace mechanisms.
+- :mod:`dprl.accounting`: Renyi-DP accounting, conversions, composition, calibration.
+- :mod:`dprl.envs`: Gymnasium environments (the chain of Balle et al. 2016) and exact solutions.
+- :mod:`dprl.features`: tabular, state-aggregation and Fourier features.
+- :mod:`dprl.policy_evaluation`: Monte Carlo, TD(0), LSTD, GTD2 and the MSPBE.
+- :mod:`dprl.experiments`: the experiment registry, runner, provenance and result loader.
+- :mod:`dprl.plotting`: the book's figure style.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,88 @@
+"""Claims evaluated in code: each chapter turns a statement into a printed verdict.
+
+A verdict is printed as one line starting with ``CLAIM`` so that the appendix's scorecard can
+collect every verdict from the chapters' stored outputs (:func:`collect`), without any chapter
+writing files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dprl.paths import BOOK_DIR
+
+PREFIX = "CLAIM"
+_LINE = re.compile(rf"^{PREFIX} \[(?P<source>[^\]]+)\] (?P<verdict>HOLDS|FAILS|PARTIAL): "
+                   r"(?P<statement>.*?) \| (?P<numbers>.*)$")
+VERDICTS = ("HOLDS", "FAILS", "PARTIAL")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A claim of ``source`` (a paper or 'book'), its verdict and the numbers behind it."""
+
+    source: str
+    statement: str
+    verdict: str
+    numbers: str
+    chapter: str = ""
+
+    def line(self) -> str:
+        return f"{PREFIX} [{self.source}] {self.verdict}: {self.statement} | {self.numbers}"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def claim(source: str, statement: str, holds: bool | str, **numbers: object) -> Verdict:
+    """Print and return the verdict on ``statement``; ``holds`` is a bool or a verdict name.
+
+    The numbers (rounded to 4 significant digits) are the evidence printed with it.
+    """
+    verdict = ("HOLDS" if holds else "FAILS") if isinstance(holds, bool) else holds
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS} or a bool, got {holds!r}")
+    if not statement or "|" in statement:
+        raise ValueError("statement must be non-empty and must not contain '|'")
+    evidence = ", ".join(f"{key}={_fmt(value)}" for key, value in numbers.items())
+    result = Verdict(source, statement, verdict, evidence)
+    print(result.line())
+    return result
+
+
+def collect(book_dir: Path | str = BOOK_DIR) -> list[Verdict]:
+    """Every verdict printed in the stored outputs of the chapters under ``book_dir``."""
+    verdicts = []
+    for path in sorted(Path(book_dir).rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        chapter = str(path.relative_to(book_dir).with_suffix(""))
+        for text in _stream_texts(json.loads(path.read_text())):
+            for line in text.splitlines():
+                match = _LINE.match(line)
+                if match:
+                    verdicts.append(Verdict(chapter=chapter, **match.groupdict()))
+    return verdicts
+
+
+def _stream_texts(notebook: dict) -> list[str]:
+    return ["".join(output.get("text", "")) for cell in notebook.get("cells", [])
+            for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
+
+
+def scorecard(verdicts: list[Verdict]) -> str:
+    """A text table of ``verdicts`` grouped by source, with the count of each verdict."""
+    lines = []
+    for source in sorted({v.source for v in verdicts}):
+        mine = [v for v in verdicts if v.source == source]
+        counts = ", ".join(f"{sum(v.verdict == name for v in mine)} {name.lower()}"
+                           for name in VERDICTS)
+        lines.append(f"{source}: {len(mine)} claims ({counts})")
+        lines += [f"  {v.verdict:7s} {v.statement} [{v.chapter}] {v.numbers}" for v in mine]
+    return "\n".join(lines) or "no claims evaluated yet"

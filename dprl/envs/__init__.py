@@ -1,0 +1,19 @@
+"""Environments: the chain of Balle et al. (2016), as an exact MDP and a Gymnasium env.
+
+Importing this package registers ``dprl/Chain-v0`` (idempotently). Its defaults are those of
+:class:`ChainMDP`; keyword arguments of ``gymnasium.make`` are ChainMDP fields, e.g.
+``gymnasium.make("dprl/Chain-v0", n_states=10)``. Truncation at the horizon is done by the
+environment itself (no ``max_episode_steps``).
+"""
+
+import gymnasium
+
+from dprl.envs.chain import ChainEnv, ChainMDP
+from dprl.envs.trajectories import Trajectories, stack_trajectories
+
+CHAIN_ID = "dprl/Chain-v0"
+
+if CHAIN_ID not in gymnasium.registry:
+    gymnasium.register(id=CHAIN_ID, entry_point="dprl.envs.chain:ChainEnv")
+
+__all__ = ["CHAIN_ID", "ChainEnv", "ChainMDP", "Trajectories", "stack_trajectories"]

@@ -1,0 +1,286 @@
+"""The chain domain of Balle, Gomrokchi & Precup (2016, Sec. 6), also used by Xie, Thomas &
+Miklau (2019, Sec. 7).
+
+Conventions (shared by :class:`ChainMDP`, its sampler and :class:`ChainEnv`):
+
+- States ``0 .. N-1``; ``A = N-1`` is absorbing. From ``i < A``: stay with probability ``p``,
+  move to ``i+1`` with probability ``1-p``.
+- Reward 1 on *entering* the goal (a transition ``s -> goal`` with ``s != goal``), else 0.
+  The default goal ``N-2`` is the authors' code; ``goal = N-1`` is the paper text's
+  "reward on reaching the absorbing state".
+- Entering ``A`` terminates the episode. Starting in ``A`` (possible under the start
+  distribution) gives one transition ``A -> A`` with reward 0, which terminates.
+- Episodes are truncated after ``horizon`` transitions (truncation is not termination).
+- A state is *visited* by an episode if a transition leaves it (``s_t = s`` for some
+  ``t < L``), as in Balle et al.'s trajectories ``(s_t, a_t, r_t)``; the terminal or truncated
+  last state ``s_L`` is not visited, so ``A`` is visited only by episodes that start there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from dprl.envs.trajectories import Trajectories
+from dprl.validation import require_array, require_int, require_probability
+
+
+def _distribution(name: str, value, n: int) -> tuple[float, ...]:
+    """A probability vector of length ``n`` (entries >= 0 summing to 1 within 1e-9)."""
+    p = require_array(name, value, shape=(n,))
+    if p.min() < 0 or abs(p.sum() - 1.0) > 1e-9:
+        raise ValueError(f"{name} must be a probability vector (entries >= 0 summing to 1), "
+                         f"got min {p.min()} and sum {p.sum()}")
+    return tuple(float(x) for x in p)
+
+
+def _batch_shape(n_trajectories: int | tuple[int, ...]) -> tuple[int, ...]:
+    shape = n_trajectories if isinstance(n_trajectories, tuple) else (n_trajectories,)
+    if not shape:
+        raise ValueError("n_trajectories must be an integer or a non-empty tuple of integers")
+    return tuple(require_int("n_trajectories", n) for n in shape)
+
+
+@dataclass(frozen=True)
+class ChainMDP:
+    """The chain MDP (Balle et al. 2016, Sec. 6) with exact solutions and a vectorised sampler.
+
+    ``goal=None`` means ``n_states - 2``; ``start_distribution=None`` means uniform over all
+    states. Defaults: N = 40, p = 0.5, horizon 200, gamma = 0.99 (the paper's setting).
+    """
+
+    n_states: int = 40
+    stay_prob: float = 0.5
+    goal: int | None = None
+    horizon: int = 200
+    gamma: float = 0.99
+    start_distribution: tuple[float, ...] | None = None
+
+    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def __post_init__(self) -> None:
+        n = require_int("n_states", self.n_states, minimum=2)
+        goal = n - 2 if self.goal is None else require_int("goal", self.goal, minimum=0)
+        if goal > n - 1:
+            raise ValueError(f"goal must be a state in [0, {n - 1}], got {goal}")
+        start = self.start_distribution
+        fields = {"n_states": n, "goal": goal,
+                  "stay_prob": require_probability("stay_prob", self.stay_prob),
+                  "horizon": require_int("horizon", self.horizon),
+                  "gamma": require_probability("gamma", self.gamma, open_high=True),
+                  "start_distribution": None if start is None else _distribution(
+                      "start_distribution", start, n)}
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def absorbing_state(self) -> int:
+        """``N - 1``."""
+        return self.n_states - 1
+
+    @property
+    def start_probabilities(self) -> np.ndarray:
+        """The start distribution as an ``(N,)`` array."""
+        if self.start_distribution is None:
+            return np.full(self.n_states, 1.0 / self.n_states)
+        return np.array(self.start_distribution)
+
+    def transition_matrix(self) -> np.ndarray:
+        """``P[s, s']``, ``(N, N)``; the absorbing row is a self-loop."""
+        n = self.n_states
+        P = np.zeros((n, n))
+        moving = np.arange(n - 1)
+        P[moving, moving] = self.stay_prob
+        P[moving, moving + 1] = 1.0 - self.stay_prob
+        P[-1, -1] = 1.0
+        return P
+
+    def reward_matrix(self) -> np.ndarray:
+        """``R[s, s'] = 1`` if ``s' = goal != s``, else 0."""
+        R = np.zeros((self.n_states, self.n_states))
+        R[:, self.goal] = 1.0
+        R[self.goal, self.goal] = 0.0
+        return R
+
+    def expected_rewards(self) -> np.ndarray:
+        """``r(s) = sum_s' P(s, s') R(s, s')``."""
+        return (self.transition_matrix() * self.reward_matrix()).sum(axis=1)
+
+    def live_matrix(self) -> np.ndarray:
+        """``P`` without the transitions that terminate (into, or out of, the absorbing state):
+        the sub-stochastic matrix through which values are bootstrapped."""
+        P = self.transition_matrix()
+        P[:, -1] = 0.0
+        return P
+
+    def value_function(self) -> np.ndarray:
+        """Exact infinite-horizon ``V``: solves ``(I - gamma P_live) V = r``, so ``V(A) = 0``."""
+        M = np.eye(self.n_states) - self.gamma * self.live_matrix()
+        return np.linalg.solve(M, self.expected_rewards())
+
+    def finite_horizon_values(self, horizon: int | None = None) -> np.ndarray:
+        """Expected return over at most ``horizon`` transitions (default: ``self.horizon``), by
+        backward dynamic programming ``V_{k+1} = r + gamma P_live V_k``, ``V_0 = 0``."""
+        horizon = self.horizon if horizon is None else require_int("horizon", horizon, minimum=0)
+        r, P = self.expected_rewards(), self.live_matrix()
+        V = np.zeros(self.n_states)
+        for _ in range(horizon):
+            V = r + self.gamma * P @ V
+        return V
+
+    def time_state_probabilities(self) -> np.ndarray:
+        """``M[t, s] = Pr(s_t = s and t < L)``, ``(H, N)``: the probability that transition
+        ``t`` of an episode leaves ``s``."""
+        P = self.live_matrix()
+        M = np.empty((self.horizon, self.n_states))
+        M[0] = self.start_probabilities
+        for t in range(1, self.horizon):
+            M[t] = M[t - 1] @ P
+        return M
+
+    def expected_visit_counts(self) -> np.ndarray:
+        """Expected number of transitions leaving each state per episode, ``(N,)``."""
+        return self.time_state_probabilities().sum(axis=0)
+
+    def on_policy_distribution(self) -> np.ndarray:
+        """Expected visit counts normalised to sum 1: the state distribution of a transition
+        drawn uniformly from all transitions of many episodes."""
+        counts = self.expected_visit_counts()
+        return counts / counts.sum()
+
+    def state_visit_probabilities(self) -> np.ndarray:
+        """``p_s = Pr(s_t = s for some t < L)`` (Balle et al. 2016, Theorem 11), exact."""
+        P, n = self.live_matrix(), self.n_states
+        not_yet = np.tile(self.start_probabilities, (n, 1))  # row g: mass that has not met g
+        np.fill_diagonal(not_yet, 0.0)
+        p = self.start_probabilities.copy()
+        for _ in range(1, self.horizon):
+            not_yet = not_yet @ P
+            p += np.diagonal(not_yet)
+            np.fill_diagonal(not_yet, 0.0)
+        return p
+
+    def length_distribution(self) -> np.ndarray:
+        """``Pr(L = l)`` for ``l = 0 .. H`` (entry 0 is 0), ``(H + 1,)``."""
+        M = self.time_state_probabilities()
+        probs = np.zeros(self.horizon + 1)
+        probs[1:] = M @ self.transition_matrix()[:, -1]
+        probs[-1] += (M[-1] @ self.live_matrix()).sum()
+        return probs
+
+    def expected_transition_counts(self, per_trajectory: bool = False) -> np.ndarray:
+        """``K[s, s'] = E[sum_{t<L} w 1{s_t = s, s_{t+1} = s'}]`` with ``w = 1``, or ``w = 1/L``
+        when ``per_trajectory`` (the per-trajectory averages of Xie et al. 2019, Eq. 2.1)."""
+        if not isinstance(per_trajectory, (bool, np.bool_)):
+            raise ValueError(f"per_trajectory must be a bool, got {per_trajectory!r}")
+        M, P = self.time_state_probabilities(), self.transition_matrix()
+        if not per_trajectory:
+            return M.sum(axis=0)[:, None] * P
+        K = np.zeros_like(P)
+        inv_length_next = None  # E[1/L | transition t+1 leaves s'], by backward recursion
+        for t in reversed(range(self.horizon)):
+            weights = np.full_like(P, 1.0 / (t + 1))  # the episode ends after transition t
+            if inv_length_next is not None:
+                weights[:, :-1] = inv_length_next[:-1]
+            K += M[t][:, None] * P * weights
+            inv_length_next = (P * weights).sum(axis=1)
+        return K
+
+    def _step(self, states: np.ndarray, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One transition from each state given ``uniforms ~ U[0, 1)``: advance iff
+        ``u >= p`` and not absorbing. Returns ``(next_states, rewards)``."""
+        next_states = states + ((uniforms >= self.stay_prob) & (states != self.absorbing_state))
+        rewards = ((next_states == self.goal) & (states != self.goal)).astype(float)
+        return next_states, rewards
+
+    def sample(self, n_trajectories: int | tuple[int, ...],
+               rng: np.random.Generator) -> Trajectories:
+        """Independent episodes, all at once (one uniform per live episode per step).
+
+        ``n_trajectories`` is the batch shape: ``n`` or e.g. ``(n_trials, m)``.
+        """
+        shape = _batch_shape(n_trajectories)
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        n, H = int(np.prod(shape)), self.horizon
+        states = np.full((n, H + 1), -1, dtype=np.int64)
+        rewards = np.zeros((n, H))
+        lengths = np.full(n, H, dtype=np.int64)
+        terminated = np.zeros(n, dtype=bool)
+        current = rng.choice(self.n_states, size=n, p=self.start_probabilities)
+        states[:, 0] = current
+        live = np.arange(n)
+        for t in range(H):
+            current, rewards[live, t] = self._step(current, rng.random(live.size))
+            states[live, t + 1] = current
+            done = current == self.absorbing_state
+            lengths[live[done]] = t + 1
+            terminated[live[done]] = True
+            live, current = live[~done], current[~done]
+            if live.size == 0:
+                break
+        return Trajectories(states.reshape(*shape, H + 1), rewards.reshape(*shape, H),
+                            lengths.reshape(shape), terminated.reshape(shape), self.reward_range)
+
+    def as_env(self) -> ChainEnv:
+        """This chain as a Gymnasium environment."""
+        return ChainEnv(self)
+
+
+class ChainEnv(gymnasium.Env):
+    """Gymnasium view of a :class:`ChainMDP` (registered as ``dprl/Chain-v0``).
+
+    Observation: the state index, ``Discrete(N)``. Action space ``Discrete(1)``: the chain is
+    a Markov reward process (policy evaluation of its single policy), so the only action is 0.
+    Truncation after ``mdp.horizon`` steps is done here, not by a ``TimeLimit`` wrapper, so
+    episodes agree with :meth:`ChainMDP.sample`. ``reset(options={"start_state": s})`` starts
+    in ``s`` instead of drawing from the start distribution. Build it from an ``mdp`` or from
+    :class:`ChainMDP` fields (``ChainEnv(n_states=10)``), not both.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, mdp: ChainMDP | None = None, **mdp_fields: Any) -> None:
+        if mdp is not None and not isinstance(mdp, ChainMDP):
+            raise ValueError(f"mdp must be a ChainMDP, got {type(mdp).__name__}")
+        if mdp is not None and mdp_fields:
+            raise ValueError("ChainEnv takes either a ChainMDP or ChainMDP fields, not both")
+        self.mdp = ChainMDP(**mdp_fields) if mdp is None else mdp
+        self.observation_space = spaces.Discrete(self.mdp.n_states)
+        self.action_space = spaces.Discrete(1)
+        self._state: int | None = None
+        self._steps = 0
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = {} if options is None else dict(options)
+        unknown = set(options) - {"start_state"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; "
+                             "only 'start_state' is accepted")
+        if "start_state" in options:
+            start = require_int("start_state", options["start_state"], minimum=0)
+            if start >= self.mdp.n_states:
+                raise ValueError(f"start_state must lie in [0, {self.mdp.n_states - 1}], "
+                                 f"got {start}")
+        else:
+            start = int(self.np_random.choice(self.mdp.n_states, p=self.mdp.start_probabilities))
+        self._state, self._steps = start, 0
+        return start, {}
+
+    def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        if self._state is None:
+            raise RuntimeError("step() needs reset() first (also after an episode ends)")
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be 0 (the chain has a single action), got {action!r}")
+        next_state, reward = self.mdp._step(np.array(self._state), self.np_random.random())
+        state, self._steps = int(next_state), self._steps + 1
+        terminated = state == self.mdp.absorbing_state
+        truncated = not terminated and self._steps >= self.mdp.horizon
+        self._state = None if terminated or truncated else state
+        return state, float(reward), terminated, truncated, {}

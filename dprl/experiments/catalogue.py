@@ -1,0 +1,3 @@
+"""Imports every module that registers experiments of the book."""
+
+import dprl.experiments.primer  # noqa: F401

@@ -1,0 +1,72 @@
+"""Provenance of a result: config, root seed, code version, packages, machine, wall time."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict
+from dprl.paths import REPO_ROOT
+
+PACKAGES = ("dprl", "numpy", "scipy", "torch", "gymnasium", "matplotlib", "dp-accounting")
+
+
+def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """The commit checked out at ``root`` and whether the tree has uncommitted changes."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                  text=True, timeout=30, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages a result depends on (None when absent)."""
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def machine() -> dict[str, Any]:
+    """The machine a result was computed on."""
+    return {"platform": platform.platform(), "processor": platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+
+
+def provenance(experiment: Experiment, scale: str, config: TrialConfig,
+               arrays: dict[str, np.ndarray], wall_time_s: float) -> dict[str, Any]:
+    """The JSON sidecar written next to every result file."""
+    return {
+        "experiment": experiment.id,
+        "title": experiment.title,
+        "chapter": experiment.chapter,
+        "scale": scale,
+        "root_seed": config.root_seed,
+        "n_trials": config.n_trials,
+        "config": config_to_dict(config),
+        "arrays": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
+                   for name, a in sorted(arrays.items())},
+        "git": git_state(),
+        "packages": package_versions(),
+        "machine": machine(),
+        "wall_time_s": round(wall_time_s, 3),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": f"python -m dprl run {experiment.id} --scale {scale}",
+    }

@@ -1,0 +1,36 @@
+"""Text reports on the registered experiments and their committed results."""
+
+from __future__ import annotations
+
+from dprl.experiments.registry import SCALES, all_experiments, config_to_dict
+from dprl.experiments.runner import load, status
+
+
+def listing(scales: tuple[str, ...] = SCALES) -> str:
+    """Every experiment, its chapter, its settings at each of ``scales`` and its result's
+    status there."""
+    lines = []
+    for experiment in all_experiments():
+        lines += [f"{experiment.id}: {experiment.title}", f"  chapter: {experiment.chapter}"]
+        for scale in scales:
+            settings = ", ".join(f"{key}={value}" for key, value in
+                                 config_to_dict(experiment.config(scale)).items())
+            lines.append(f"  {scale:5s} [{status(experiment.id, scale)}] {settings}")
+    return "\n".join(lines)
+
+
+def provenance_summary() -> str:
+    """For each committed paper-scale result: commit, seed, trials, machine and compute time."""
+    lines = []
+    for experiment in all_experiments():
+        if status(experiment.id) == "missing":
+            continue
+        record = load(experiment.id).provenance
+        commit = (record["git"]["commit"] or "unknown")[:12]
+        dirty = " (uncommitted changes)" if record["git"]["dirty"] else ""
+        lines.append(
+            f"{experiment.id}: commit {commit}{dirty}, root seed {record['root_seed']}, "
+            f"{record['n_trials']} trials, {record['wall_time_s']:.4g} s of compute on "
+            f"{record['machine']['cpu_count']} cores, numpy {record['packages']['numpy']}; "
+            f"regenerate: {record['command']}")
+    return "\n".join(lines) or "no committed paper-scale results"

@@ -1,0 +1,193 @@
+"""Running registered experiments: batched, resumable, with provenance.
+
+Results go to ``<results_dir>/<id>.npz`` (paper scale) or ``<id>.<scale>.npz``, with a JSON
+sidecar of the same stem. While a run is in progress each finished batch of trials is saved
+under ``<id>[.<scale>].partial/``; a rerun with the same config picks up from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from dprl.experiments.provenance import provenance
+from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
+from dprl.paths import RESULTS_DIR
+from dprl.seeding import trial_generators
+
+
+@dataclass(frozen=True)
+class Result:
+    """Per-trial arrays (leading axis = trial) and their provenance."""
+
+    arrays: dict[str, np.ndarray]
+    provenance: dict[str, Any]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.provenance["config"]
+
+
+def result_paths(experiment_id: str, scale: str,
+                 results_dir: Path | str = RESULTS_DIR) -> tuple[Path, Path, Path]:
+    """(arrays file, provenance sidecar, partial folder) of a result."""
+    stem = experiment_id if scale == "paper" else f"{experiment_id}.{scale}"
+    base = Path(results_dir)
+    return base / f"{stem}.npz", base / f"{stem}.json", base / f"{stem}.partial"
+
+
+def compute_trials(experiment: Experiment, config: TrialConfig,
+                   indices: Sequence[int]) -> dict[str, np.ndarray]:
+    """Run the trials ``indices`` of ``experiment`` (any subset, in one batch)."""
+    rngs = trial_generators(config.root_seed, indices)
+    arrays = experiment.run_trials(config, rngs)
+    for name, array in arrays.items():
+        if np.shape(array)[:1] != (len(indices),):
+            raise ValueError(
+                f"{experiment.id}: array {name!r} has shape {np.shape(array)}; "
+                f"its leading axis must be the {len(indices)} trials of the batch")
+    return {name: np.asarray(array) for name, array in arrays.items()}
+
+
+def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESULTS_DIR,
+        resume: bool = True, progress: bool = True) -> Result:
+    """Run every trial of ``experiment_id`` at ``scale`` and write the result with provenance.
+
+    Finished batches survive an interruption; with ``resume`` a rerun computes only the rest
+    (the partial folder is discarded if its config differs from the current one).
+    """
+    experiment = get(experiment_id)
+    config = experiment.config(scale)
+    arrays_path, sidecar_path, partial = result_paths(experiment_id, scale, results_dir)
+    done = _prepare_partial(partial, config, resume)
+    batches = _batches(config)
+    bar = tqdm(total=config.n_trials, desc=experiment_id, unit="trial", disable=not progress)
+    bar.update(sum(stop - start for start, stop in batches if (start, stop) in done))
+    for start, stop in batches:
+        if (start, stop) in done:
+            continue
+        started = time.perf_counter()
+        arrays = compute_trials(experiment, config, range(start, stop))
+        _save_batch(partial, start, stop, arrays, time.perf_counter() - started)
+        bar.update(stop - start)
+    bar.close()
+    arrays, wall_time = _gather(partial, batches)
+    record = provenance(experiment, scale, config, arrays, wall_time)
+    _write_result(arrays_path, sidecar_path, arrays, record)
+    shutil.rmtree(partial)
+    return Result(arrays, record)
+
+
+def load(experiment_id: str, scale: str = "paper",
+         results_dir: Path | str = RESULTS_DIR) -> Result:
+    """The stored result of ``experiment_id`` at ``scale``."""
+    arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
+    if not arrays_path.exists() or not sidecar_path.exists():
+        raise FileNotFoundError(
+            f"no stored result for {experiment_id!r} at scale {scale!r} in {results_dir}; "
+            f"run: python -m dprl run {experiment_id} --scale {scale}")
+    with np.load(arrays_path) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    return Result(arrays, json.loads(sidecar_path.read_text()))
+
+
+def status(experiment_id: str, scale: str = "paper",
+           results_dir: Path | str = RESULTS_DIR) -> str:
+    """'current', 'stale' (stored config differs from the registered one) or 'missing'."""
+    _, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
+    if not sidecar_path.exists():
+        return "missing"
+    stored = json.loads(sidecar_path.read_text())["config"]
+    return "current" if stored == config_to_dict(get(experiment_id).config(scale)) else "stale"
+
+
+def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool = False,
+                results_dir: Path | str = RESULTS_DIR, progress: bool = False) -> Result:
+    """The stored result when it is current; otherwise (or with ``recompute``) run it anew."""
+    if not recompute and status(experiment_id, scale, results_dir) == "current":
+        return load(experiment_id, scale, results_dir)
+    return run(experiment_id, scale, results_dir, progress=progress)
+
+
+def _batches(config: TrialConfig) -> list[tuple[int, int]]:
+    size = config.batch_size
+    return [(start, min(start + size, config.n_trials))
+            for start in range(0, config.n_trials, size)]
+
+
+def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tuple[int, int]]:
+    """Make the partial folder for ``config``; return the batches it already holds."""
+    config_file = partial / "config.json"
+    wanted = config_to_dict(config)
+    if partial.exists() and not (resume and config_file.exists()
+                                 and json.loads(config_file.read_text()) == wanted):
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(json.dumps(wanted, indent=1))
+    done = set()
+    for path in partial.glob("batch-*.npz"):
+        start, stop = (int(part) for part in path.stem.split("-")[1:3])
+        done.add((start, stop))
+    return done
+
+
+def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
+                seconds: float) -> None:
+    """Write one batch atomically (a crash leaves no half-written batch behind)."""
+    final = partial / f"batch-{start:06d}-{stop:06d}.npz"
+    temporary = partial / f"tmp-{start:06d}-{stop:06d}.npz"
+    np.savez(temporary, __seconds__=np.float64(seconds), **arrays)
+    os.replace(temporary, final)
+
+
+def _gather(partial: Path, batches: list[tuple[int, int]]) -> tuple[dict[str, np.ndarray], float]:
+    """Concatenate the saved batches in trial order; also return the summed compute time."""
+    parts, seconds = [], 0.0
+    for start, stop in batches:
+        with np.load(partial / f"batch-{start:06d}-{stop:06d}.npz") as stored:
+            seconds += float(stored["__seconds__"])
+            parts.append({name: stored[name] for name in stored.files if name != "__seconds__"})
+    names = parts[0].keys()
+    return {name: np.concatenate([part[name] for part in parts]) for name in names}, seconds
+
+
+def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.ndarray],
+                  record: dict[str, Any]) -> None:
+    arrays_path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = arrays_path.with_name(arrays_path.stem + ".tmp.npz")
+    np.savez_compressed(temporary, **arrays)
+    os.replace(temporary, arrays_path)
+    sidecar_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def mismatched_trials(experiment_id: str, indices: Sequence[int], scale: str = "paper",
+                      results_dir: Path | str = RESULTS_DIR) -> list[str]:
+    """Recompute the trials ``indices`` alone and compare them with the stored result.
+
+    Returns one line per disagreement (empty when every array matches exactly, NaNs equal);
+    a stored config that differs from the registered one is itself a disagreement.
+    """
+    if status(experiment_id, scale, results_dir) != "current":
+        return [f"{experiment_id}: stored config differs from the registered {scale} config"]
+    stored = load(experiment_id, scale, results_dir)
+    fresh = compute_trials(get(experiment_id), get(experiment_id).config(scale), indices)
+    problems = []
+    if set(fresh) != set(stored.arrays):
+        problems.append(f"{experiment_id}: arrays {sorted(fresh)} != stored {sorted(stored.arrays)}")
+    for name in sorted(set(fresh) & set(stored.arrays)):
+        for row, index in enumerate(indices):
+            if not np.array_equal(fresh[name][row], stored[name][index], equal_nan=True):
+                problems.append(f"{experiment_id}: trial {index}, array {name!r} differs")
+    return problems

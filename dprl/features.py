@@ -1,0 +1,77 @@
+"""Linear features: tabular, state aggregation (Balle et al. 2016, Sec. 6) and the Fourier
+basis (Konidaris, Osentoski & Thomas 2011).
+
+Finite-state features are matrices ``Phi`` of shape ``(n_states, d)``, one row per state.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from dprl.validation import require_array, require_in_bounds, require_int
+
+
+def tabular_features(n_states: int) -> np.ndarray:
+    """The identity ``(N, N)``: one indicator per state."""
+    return np.eye(require_int("n_states", n_states))
+
+
+def aggregation_features(n_states: int, group_size: int) -> np.ndarray:
+    """``(N, N / k)`` indicators of the groups ``{jk, ..., jk + k - 1}`` of ``k`` adjacent states
+    (Balle et al. 2016 aggregate pairs, ``k = 2``). ``k`` must divide ``N``, so every group has
+    the same size."""
+    n, k = require_int("n_states", n_states), require_int("group_size", group_size)
+    if n % k:
+        raise ValueError(f"group_size must divide n_states so that all groups have equal size, "
+                         f"got n_states={n}, group_size={k}")
+    return np.repeat(np.eye(n // k), k, axis=0)
+
+
+class FourierBasis:
+    """Fourier basis of order ``n`` on the box ``[low, high]`` (Konidaris et al. 2011):
+    ``phi_c(x) = cos(pi c . (x - low) / (high - low))`` for every ``c`` in ``{0, ..., n}^d``,
+    so ``(n + 1)^d`` features (36 for order 5 in 2-D). Coefficients are in lexicographic
+    order, the first being ``c = 0`` (the constant feature)."""
+
+    def __init__(self, order: int, low, high) -> None:
+        self.order = require_int("order", order, minimum=0)
+        self.low = require_array("low", low, ndim=1)
+        self.high = require_array("high", high, shape=self.low.shape)
+        if np.any(self.high <= self.low):
+            raise ValueError(f"high must exceed low in every dimension, got low={self.low}, "
+                             f"high={self.high}")
+        d = self.low.size
+        self._coefficients = np.array(list(itertools.product(range(self.order + 1), repeat=d)),
+                                      dtype=float)
+        self._coefficients.setflags(write=False)
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """``((n + 1)^d, d)``, the frequency vectors ``c``."""
+        return self._coefficients
+
+    @property
+    def n_features(self) -> int:
+        """``(n + 1)^d``."""
+        return self._coefficients.shape[0]
+
+    def __call__(self, states) -> np.ndarray:
+        """Features of ``states`` of shape ``(..., d)``, as ``(..., (n + 1)^d)``; every state
+        must lie in ``[low, high]``."""
+        states = require_array("states", states)
+        d = self.low.size
+        if states.ndim == 0 or states.shape[-1] != d:
+            raise ValueError(f"states must have shape (..., {d}), got {states.shape}")
+        for i in range(d):
+            require_in_bounds(f"states[..., {i}]", states[..., i], self.low[i], self.high[i])
+        scaled = (states - self.low) / (self.high - self.low)
+        return np.cos(np.pi * scaled @ self._coefficients.T)
+
+    def step_size_scaling(self) -> np.ndarray:
+        """Per-feature step-size factors ``1 / ||c||_2`` (1 for ``c = 0``), as in Konidaris
+        et al. 2011."""
+        norms = np.linalg.norm(self._coefficients, axis=1)
+        norms[0] = 1.0
+        return 1.0 / norms

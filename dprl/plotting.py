@@ -1,0 +1,76 @@
+"""The book's figure style: one look for every figure, error bands as the papers draw them.
+
+Every chapter calls :func:`use_book_style` once. Curves over independent trials are drawn with
+:func:`band`, whose ``spread`` is the standard deviation ('sd') or the standard error of the
+mean ('se'); the caption of each figure says which.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.axes import Axes
+
+from dprl.validation import require_array
+
+Spread = Literal["sd", "se"]
+
+#: One colour per method, shared by every chapter so a method looks the same everywhere.
+COLOURS = {
+    "non-private": "#222222", "exact": "#222222",
+    "LSW": "#1f77b4", "DP-LSW": "#1f77b4",
+    "LSL": "#ff7f0e", "DP-LSL": "#ff7f0e",
+    "LSTD": "#2ca02c", "GPOPE": "#d62728", "GTD2": "#9467bd",
+    "TD(0)": "#8c564b", "Monte Carlo": "#e377c2",
+    "dprl RDP": "#1f77b4", "dp-accounting RDP": "#ff7f0e",
+    "dp-accounting PLD": "#2ca02c", "moments accountant": "#d62728",
+}
+
+STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 4,
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib settings (sizes, fonts, grid) to every later figure."""
+    mpl.rcParams.update(STYLE)
+
+
+def mean_and_spread(values: np.ndarray, spread: Spread = "se",
+                    axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over trials and its spread: sample standard deviation (ddof=1) or standard error."""
+    values = require_array("values", values)
+    n = values.shape[axis]
+    if n < 2:
+        raise ValueError(f"a spread needs at least 2 trials along axis {axis}, got {n}")
+    sd = values.std(axis=axis, ddof=1)
+    if spread == "sd":
+        return values.mean(axis=axis), sd
+    if spread == "se":
+        return values.mean(axis=axis), sd / np.sqrt(n)
+    raise ValueError(f"spread must be 'sd' or 'se', got {spread!r}")
+
+
+def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread = "se",
+         colour: str | None = None, **line_kwargs) -> None:
+    """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band."""
+    mean, width = mean_and_spread(values, spread)
+    colour = colour or COLOURS.get(label)
+    (line,) = ax.plot(x, mean, label=label, color=colour, **line_kwargs)
+    ax.fill_between(x, mean - width, mean + width, color=line.get_color(), alpha=0.2,
+                    linewidth=0)

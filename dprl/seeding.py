@@ -1,0 +1,40 @@
+"""Explicit randomness: one root seed, one independent stream per trial.
+
+Trial ``i`` of an experiment with root seed ``s`` always draws from
+``SeedSequence(s, spawn_key=(i,))``, which is exactly the ``i``-th child of
+``SeedSequence(s).spawn(n)`` for any ``n > i``. So a single trial of any figure can be
+recomputed alone, whatever the number of trials or the batch it ran in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dprl.validation import require_int
+
+
+def trial_seed(root_seed: int, index: int) -> np.random.SeedSequence:
+    """The seed sequence of trial ``index``: child ``index`` of ``SeedSequence(root_seed)``."""
+    require_int("root_seed", root_seed, minimum=0)
+    require_int("index", index, minimum=0)
+    return np.random.SeedSequence(root_seed, spawn_key=(index,))
+
+
+def trial_generator(root_seed: int, index: int) -> np.random.Generator:
+    """The generator of trial ``index`` (PCG64 seeded by :func:`trial_seed`)."""
+    return np.random.default_rng(trial_seed(root_seed, index))
+
+
+def trial_generators(root_seed: int, indices: Sequence[int] | int) -> list[np.random.Generator]:
+    """Generators for the given trial indices (or for trials ``0..n-1`` when given ``n``)."""
+    if isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
+        indices = range(require_int("n_trials", indices, minimum=0))
+    return [trial_generator(root_seed, int(i)) for i in indices]
+
+
+def torch_seed(rng: np.random.Generator) -> int:
+    """A 63-bit seed for a ``torch.Generator`` drawn from ``rng`` (keeps torch runs tied to
+    the trial's numpy stream)."""
+    return int(rng.integers(0, 2**63 - 1))

@@ -1,0 +1,103 @@
+"""Input checks shared by every public function of dprl.
+
+Each check raises :class:`ValueError` naming the argument, the value received and the
+condition it violates; nothing is clipped, dropped or coerced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def require_finite(name: str, value: float) -> float:
+    """Return ``value`` as a float, or raise if it is NaN or infinite."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def require_positive(name: str, value: float) -> float:
+    """Return ``value`` as a float, or raise unless it is finite and > 0."""
+    value = require_finite(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def require_nonnegative(name: str, value: float) -> float:
+    """Return ``value`` as a float, or raise unless it is finite and >= 0."""
+    value = require_finite(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def require_epsilon(eps: float, name: str = "eps") -> float:
+    """A privacy parameter epsilon: finite and > 0 (eps = 0 admits no useful mechanism)."""
+    return require_positive(name, eps)
+
+
+def require_delta(delta: float, name: str = "delta") -> float:
+    """A privacy parameter delta: strictly inside (0, 1)."""
+    delta = require_finite(name, delta)
+    if not 0 < delta < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {delta}")
+    return delta
+
+
+def require_probability(name: str, value: float, *, open_low: bool = False,
+                        open_high: bool = False) -> float:
+    """A probability in [0, 1]; ``open_low``/``open_high`` exclude the end points."""
+    value = require_finite(name, value)
+    low_ok = value > 0 if open_low else value >= 0
+    high_ok = value < 1 if open_high else value <= 1
+    if not (low_ok and high_ok):
+        interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
+        raise ValueError(f"{name} must lie in {interval}, got {value}")
+    return value
+
+
+def require_int(name: str, value: int, minimum: int = 1) -> int:
+    """An integer (numpy integers accepted, bools and floats refused) that is >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def require_array(name: str, value, ndim: int | None = None,
+                  shape: Sequence[int | None] | None = None, *, nonempty: bool = True,
+                  dtype=float) -> np.ndarray:
+    """Return ``value`` as an array of ``dtype`` with the given ``ndim``/``shape``.
+
+    ``shape`` may hold ``None`` for a free axis. Raises on NaN or infinite entries for
+    floating dtypes and, when ``nonempty``, on zero-size arrays.
+    """
+    array = np.asarray(value, dtype=dtype)
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
+    if shape is not None:
+        if array.ndim != len(shape) or any(
+                want is not None and got != want for got, want in zip(array.shape, shape)):
+            want = tuple("any" if s is None else s for s in shape)
+            raise ValueError(f"{name} must have shape {want}, got {array.shape}")
+    if nonempty and array.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must contain only finite values")
+    return array
+
+
+def require_in_bounds(name: str, values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Raise unless every entry lies in [low, high] (the declared bound of the data)."""
+    values = np.asarray(values)
+    if values.size and (values.min() < low or values.max() > high):
+        raise ValueError(
+            f"{name} must lie in [{low}, {high}] (its declared bound), "
+            f"got values in [{values.min()}, {values.max()}]")
+    return values

@@ -1,0 +1,21 @@
+import pytest
+
+from dprl.__main__ import main
+from dprl.bench import BENCHMARKS, run_benchmarks
+
+
+def test_quick_benchmarks_report_a_ratio(capsys):
+    assert main(["bench", "--quick"]) == 0
+    out = capsys.readouterr().out
+    for name in BENCHMARKS:
+        assert f"{name}:" in out and "speed-up x" in out
+
+
+def test_benchmarks_do_equivalent_work():
+    bench = BENCHMARKS["chain-sampler"]
+    assert bench.candidate(50).lengths.shape == (50,)
+
+
+def test_unknown_benchmark_is_rejected():
+    with pytest.raises(ValueError, match="unknown benchmarks"):
+        run_benchmarks(["nope"])

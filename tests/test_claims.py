@@ -1,0 +1,29 @@
+import json
+
+import pytest
+
+from dprl.claims import claim, collect
+
+
+def test_claim_prints_a_verdict_line_the_scorecard_collects(tmp_path, capsys):
+    verdict = claim("Balle 2016", "noise vanishes as m grows", True, sigma=0.012345678, m=100)
+    line = capsys.readouterr().out.strip()
+    assert line == "CLAIM [Balle 2016] HOLDS: noise vanishes as m grows | sigma=0.01235, m=100"
+    claim("book", "a partial one", "PARTIAL", ratio=2.0)
+    partial = capsys.readouterr().out
+    chapter = tmp_path / "part" / "chapter.ipynb"
+    chapter.parent.mkdir()
+    chapter.write_text(json.dumps({"cells": [
+        {"cell_type": "code", "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": ["intro\n", line + "\n"]},
+            {"output_type": "stream", "name": "stdout", "text": partial}]},
+        {"cell_type": "markdown", "source": "CLAIM [x] HOLDS: not an output | a=1"}]}))
+    found = collect(tmp_path)
+    assert [v.verdict for v in found] == ["HOLDS", "PARTIAL"]
+    assert found[0].chapter == "part/chapter" and found[0].numbers == verdict.numbers
+
+
+@pytest.mark.parametrize("holds, statement", [("MAYBE", "s"), (True, ""), (True, "a | b")])
+def test_bad_claims_are_rejected(holds, statement):
+    with pytest.raises(ValueError):
+        claim("book", statement, holds)

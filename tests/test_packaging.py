@@ -1,0 +1,56 @@
+"""pyproject.toml and environment.yml describe the same environment; the commands are wired."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+
+
+def _pyproject_requirements() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    return {_name(r): r.replace(" ", "") for r in requirements}
+
+
+def _conda_pip_requirements() -> dict[str, str]:
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    return {_name(r): r.replace(" ", "") for r in pip_section if not r.startswith("-e")}
+
+
+def test_environment_yml_pins_match_pyproject():
+    assert _conda_pip_requirements() == _pyproject_requirements()
+
+
+def test_environment_uses_python_311_and_installs_the_project():
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "python=3.11" in environment["dependencies"]
+    pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip_section
+
+
+def test_required_pins():
+    requirements = _pyproject_requirements()
+    assert requirements["torch"] == "torch==2.13.0"
+    assert requirements["jupyter-book"] == "jupyter-book>=1.0.4.post1,<2"
+    unpinned = [r for name, r in requirements.items() if "==" not in r and name != "jupyter-book"]
+    assert unpinned == []
+
+
+def test_ci_runs_the_readme_test_command_and_the_strict_book_build():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "make test" in readme and "make book" in readme
+    assert "make test" in ci and "make book" in ci
+    assert "jupyter-book build . -W --keep-going --all" in makefile
+    assert "--nbval" in makefile and "--dist loadfile" in makefile
