@@ -9,6 +9,7 @@ The package behind the dprl book. Submodules:
 - :mod:`dprl.policy_evaluation`: Monte Carlo, TD(0), LSTD, GTD2 and the MSPBE.
 - :mod:`dprl.experiments`: the experiment registry, runner, provenance and result loader.
 - :mod:`dprl.plotting`: the book's figure style.
+- :mod:`dprl.determinism`: deterministic torch, generators tied to numpy streams.
 """
 
 __version__ = "0.1.0"

@@ -154,12 +154,14 @@ def exact_td_statistics(mdp: ChainMDP, features, normalisation: str = "transitio
     return A / total, b / total, C / total
 
 
-def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0) -> np.ndarray:
+def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0,
+         normalisation: str = "transitions") -> np.ndarray:
     """LSTD (Bradtke & Barto 1996): ``theta = (A + ridge I)^{-1} b`` with ``A, b`` from
-    :func:`td_statistics` (normalised by the number of transitions, so ``ridge`` is relative to
-    that scale), ``(*datasets, d)``."""
+    :func:`td_statistics` under ``normalisation`` (so ``ridge`` is relative to that scale);
+    ``"trajectories"`` gives the fixed point of Xie et al. (2019)'s per-trajectory
+    statistics. Returns ``(*datasets, d)``."""
     ridge = require_nonnegative("ridge", ridge)
-    A, b, _ = td_statistics(trajectories, features, gamma)
+    A, b, _ = td_statistics(trajectories, features, gamma, normalisation)
     try:
         return np.linalg.solve(A + ridge * np.eye(A.shape[-1]), b[..., None])[..., 0]
     except np.linalg.LinAlgError as error:

@@ -33,8 +33,3 @@ def trial_generators(root_seed: int, indices: Sequence[int] | int) -> list[np.ra
         indices = range(require_int("n_trials", indices, minimum=0))
     return [trial_generator(root_seed, int(i)) for i in indices]
 
-
-def torch_seed(rng: np.random.Generator) -> int:
-    """A 63-bit seed for a ``torch.Generator`` drawn from ``rng`` (keeps torch runs tied to
-    the trial's numpy stream)."""
-    return int(rng.integers(0, 2**63 - 1))

@@ -130,6 +130,16 @@ def test_lstd_approaches_the_exact_values(chain, sample):
     np.testing.assert_allclose((A + 0.1 * np.eye(40)) @ ridged, b, atol=1e-12)
 
 
+def test_lstd_with_per_trajectory_statistics_solves_xies_estimating_equation(chain, sample):
+    Phi = tabular_features(40)
+    theta = pe.lstd(sample, Phi, chain.gamma, normalisation="trajectories")
+    A, b, _ = pe.td_statistics(sample, Phi, chain.gamma, normalisation="trajectories")
+    np.testing.assert_allclose(A @ theta, b, atol=1e-12)
+    A_exact, b_exact, _ = pe.exact_td_statistics(chain, Phi, normalisation="trajectories")
+    fixed_point = np.linalg.solve(A_exact, b_exact)
+    assert pe.rmse(theta, fixed_point) < 2e-3 < pe.rmse(fixed_point, chain.value_function())
+
+
 def test_monte_carlo_values_approach_the_exact_values(chain, sample):
     values, counts = pe.monte_carlo_values(sample, chain.gamma, 40)
     _, visited = pe.first_visit_returns(sample, chain.gamma, 40)

@@ -38,7 +38,7 @@ class PolicyEvaluationConfig(TrialConfig):
     gtd2_step_theta: float = 0.3
     gtd2_step_w: float = 0.5
     n_epochs: int = 10
-    ridge: float = 1e-6
+    ridge: float = 1e-10
 
 
 def policy_evaluation_trials(config: PolicyEvaluationConfig,
