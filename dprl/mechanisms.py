@@ -49,6 +49,25 @@ def gaussian_delta(eps: ArrayLike, sensitivity: float, sigma: float) -> float | 
     return float(delta) if delta.ndim == 0 else delta
 
 
+def gaussian_epsilon(delta: float, sensitivity: float, sigma: float,
+                     tol: float = 1e-12) -> float:
+    """Smallest eps >= 0 with :func:`gaussian_delta` (eps) <= delta: the exact privacy
+    profile of the Gaussian mechanism read at ``delta`` (Balle & Wang 2018, Thm. 8, whose
+    delta(eps) is decreasing in eps). 0 if even eps = 0 meets ``delta`` (the total-variation
+    distance is at most delta); otherwise found by bracketing and bisection to relative
+    tolerance ``tol``, from the feasible side. The k-fold composition of Gaussian mechanisms
+    of noise sigma has privacy loss N(k mu, 2 k mu) (losses add; Dwork & Rothblum 2016), the
+    loss of one Gaussian of noise sigma / sqrt(k), so that sigma gives its exact eps too."""
+    delta = require_delta(delta)
+    sensitivity = require_positive("sensitivity", sensitivity)
+    sigma = require_positive("sigma", sigma)
+    tol = require_positive("tol", tol)
+    if gaussian_delta(0.0, sensitivity, sigma) <= delta:
+        return 0.0
+    return smallest_sufficient_scale(lambda eps: gaussian_delta(eps, sensitivity, sigma),
+                                     delta, initial=1.0, rtol=tol)
+
+
 def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float,
                             tol: float = 1e-12) -> float:
     """Smallest sigma with :func:`gaussian_delta` (eps) <= delta, any eps > 0: the analytic

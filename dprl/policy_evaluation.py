@@ -268,7 +268,9 @@ def weighted_rmse(v_hat, v, weights) -> np.ndarray | float:
         raise ValueError(f"v_hat must end in {v.shape}, got {v_hat.shape}")
     if weights.min() < 0 or weights.sum() <= 0:
         raise ValueError("weights must be >= 0 with a positive sum")
-    value = np.sqrt(((v_hat - v) ** 2 @ weights) / weights.sum())
+    # an elementwise product summed along the last axis, not a BLAS matrix-vector product:
+    # each row's rounding must not depend on how many rows (trials) are computed together
+    value = np.sqrt(np.sum((v_hat - v) ** 2 * weights, axis=-1) / weights.sum())
     return value if value.ndim else float(value)
 
 

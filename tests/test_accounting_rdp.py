@@ -83,6 +83,33 @@ def test_poisson_rdp_matches_high_precision(sigma, q, alpha):
     assert A.poisson_subsampled_gaussian_rdp(alpha, sigma, q) == pytest.approx(exact, rel=1e-12)
 
 
+@pytest.mark.parametrize("sigma,q,alpha", [
+    (1.1, 0.01, 1.1), (1.1, 0.01, 3.5), (0.5, 0.1, 1.3), (1.0, 0.3, 6.3), (2.0, 0.01, 5.0),
+    (0.8, 0.2, 12.0)])
+def test_quadrature_reference_matches_series_and_exact_sum(sigma, q, alpha):
+    """The quadrature reference agrees with the signed series (fractional orders) and with
+    the 30-digit binomial sum (integer orders) to 1e-12 relative."""
+    reference = A.poisson_subsampled_gaussian_rdp_quadrature(alpha, sigma, q)
+    assert np.shape(reference) == () and isinstance(reference, np.floating)
+    assert reference == pytest.approx(A.poisson_subsampled_gaussian_rdp(alpha, sigma, q),
+                                      rel=1e-12)
+    if alpha == int(alpha):
+        exact = float(_log_moment_exact(alpha, sigma, q)) / (alpha - 1)
+        assert reference == pytest.approx(exact, rel=1e-12)
+
+
+def test_quadrature_reference_closed_cases_and_shape():
+    orders = np.array([1.5, 2.0, 4.5])
+    np.testing.assert_allclose(A.poisson_subsampled_gaussian_rdp_quadrature(orders, 1.3, 1.0),
+                               A.gaussian_rdp(orders, 1.3), rtol=1e-12)
+    np.testing.assert_array_equal(A.poisson_subsampled_gaussian_rdp_quadrature(orders, 1.3, 0.0),
+                                  0.0)
+    reference = A.poisson_subsampled_gaussian_rdp_quadrature(orders, 1.1, 0.01)
+    assert reference.shape == orders.shape
+    dp_reference = dp_rdp._compute_rdp_poisson_subsampled_gaussian(0.01, 1.1, orders)
+    assert reference[0] < dp_reference[0] * (1 - 1e-3)  # dp-accounting is loose at 1.5
+
+
 def test_poisson_closed_cases_and_shape():
     orders = np.array([1.5, 2.0, 17.0, 300.0])
     np.testing.assert_array_equal(A.poisson_subsampled_gaussian_rdp(orders, 1.3, 1.0),
@@ -164,6 +191,13 @@ def test_wor_approximation_drops_positive_terms(sigma):
      "sample_size must be an integer"),
     (lambda: A.sampled_without_replacement_gaussian_rdp(2, 0.0, 1, 10),
      "noise_multiplier must be > 0"),
+    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(1.0, 1.0, 0.1), "order must be > 1"),
+    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(2.0, 0.0, 0.1),
+     "noise_multiplier must be > 0"),
+    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(2.0, 1.0, 1.5),
+     r"sampling_rate must lie in"),
+    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(2.0, 1.0, 0.1, dps=10),
+     "dps must be an integer >= 15"),
 ])
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):

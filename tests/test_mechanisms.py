@@ -67,6 +67,33 @@ def test_gaussian_delta_keeps_precision_at_large_eps(eps):
     assert M.gaussian_delta(eps, 1.0, 1.0) == pytest.approx(float(exact), rel=1e-8)
 
 
+@pytest.mark.parametrize("sensitivity,sigma,delta", [
+    (1.0, 0.5, 1e-5), (1.0, 2.0, 1e-5), (3.0, 1.7, 1e-3), (0.2, 5.0, 1e-8), (1.0, 30.0, 1e-6)])
+def test_gaussian_epsilon_inverts_gaussian_delta(sensitivity, sigma, delta):
+    eps = M.gaussian_epsilon(delta, sensitivity, sigma)
+    assert eps > 0
+    assert M.gaussian_delta(eps, sensitivity, sigma) <= delta
+    assert M.gaussian_delta(eps * (1 - 1e-9), sensitivity, sigma) > delta
+    reference = dp_gaussian.get_epsilon_gaussian(sigma / sensitivity, delta)
+    assert eps == pytest.approx(reference, rel=1e-8)
+
+
+def test_gaussian_epsilon_is_zero_when_total_variation_meets_delta():
+    # TV(N(0, sigma^2), N(1, sigma^2)) = 2 Phi(1/(2 sigma)) - 1 ~ 4e-7 at sigma = 1e6.
+    assert M.gaussian_epsilon(1e-5, 1.0, 1e6) == 0.0
+
+
+def test_gaussian_epsilon_of_k_fold_composition_matches_privacy_loss_sum():
+    """k Gaussians of noise sigma: loss N(k mu, 2 k mu) = one Gaussian of noise sigma/sqrt(k)."""
+    k, sigma, delta = 16, 4.0, 1e-5
+    eps = M.gaussian_epsilon(delta, 1.0, sigma / math.sqrt(k))
+    mu, var = M.gaussian_privacy_loss_distribution(1.0, sigma)
+    mu, sd = k * mu, math.sqrt(k * var)  # the sum of k independent losses N(mu, 2 mu)
+    # delta(eps) = P[L > eps] - e^eps P'[L > eps], L ~ N(k mu, 2 k mu) under D, N(-k mu, .) under D'.
+    exact_delta = stats.norm.sf(eps, mu, sd) - math.exp(eps) * stats.norm.sf(eps, -mu, sd)
+    assert exact_delta == pytest.approx(delta, rel=1e-8)
+
+
 def test_laplace_scale():
     assert M.laplace_scale(2.0, 0.5) == 4.0
 
@@ -141,6 +168,10 @@ def test_laplace_privacy_loss_bounded_by_eps():
     (lambda: M.gaussian_delta(-0.1, 1.0, 1.0), "eps must be >= 0"),
     (lambda: M.gaussian_delta(1.0, 1.0, 0.0), "sigma must be > 0"),
     (lambda: M.gaussian_delta([], 1.0, 1.0), "eps must not be empty"),
+    (lambda: M.gaussian_epsilon(0.0, 1.0, 1.0), r"delta must lie in \(0, 1\)"),
+    (lambda: M.gaussian_epsilon(1e-5, 0.0, 1.0), "sensitivity must be > 0"),
+    (lambda: M.gaussian_epsilon(1e-5, 1.0, -2.0), "sigma must be > 0"),
+    (lambda: M.gaussian_epsilon(1e-5, 1.0, 1.0, tol=0.0), "^tol must be > 0"),
     (lambda: M.analytic_gaussian_sigma(1.0, -1.0, 1e-5), "eps must be > 0"),
     (lambda: M.analytic_gaussian_sigma(1.0, 1.0, 0.0), r"delta must lie in \(0, 1\)"),
     (lambda: M.analytic_gaussian_sigma(1.0, 1.0, 1e-5, tol=0.0), "^tol must be > 0"),

@@ -38,3 +38,17 @@ def test_random_trials_of_committed_result_recompute_exactly(sidecar):
 def test_every_registered_experiment_has_both_scales():
     for experiment in all_experiments():
         assert experiment.config("smoke").n_trials <= experiment.config("paper").n_trials
+
+
+@pytest.mark.parametrize("experiment_id", [e.id for e in all_experiments()])
+def test_every_experiment_is_batch_invariant_at_smoke_scale(experiment_id):
+    from dprl.experiments.runner import compute_trials
+
+    experiment = get(experiment_id)
+    config = experiment.config("smoke")
+    together = compute_trials(experiment, config, range(config.n_trials))
+    for index in range(config.n_trials):
+        alone = compute_trials(experiment, config, [index])
+        for name, array in together.items():
+            assert np.array_equal(alone[name][0], array[index], equal_nan=True), (
+                f"{experiment_id}: trial {index}, array {name!r} depends on its batch")

@@ -16,7 +16,8 @@ from dprl.accounting.epsilon import (poisson_subsampled_gaussian_epsilon,
 from dprl.accounting.moments import (DEFAULT_MAX_LAMBDA, moments_accountant_epsilon,
                                      moments_accountant_log_moment)
 from dprl.accounting.orders import DEFAULT_INTEGER_ORDERS, DEFAULT_ORDERS
-from dprl.accounting.rdp import gaussian_rdp, poisson_subsampled_gaussian_rdp
+from dprl.accounting.rdp import (gaussian_rdp, poisson_subsampled_gaussian_rdp,
+                                 poisson_subsampled_gaussian_rdp_quadrature)
 from dprl.accounting.without_replacement import (
     sampled_without_replacement_gaussian_rdp, sampled_without_replacement_gaussian_rdp_approx)
 
@@ -33,6 +34,7 @@ __all__ = [
     "moments_accountant_log_moment",
     "poisson_subsampled_gaussian_epsilon",
     "poisson_subsampled_gaussian_rdp",
+    "poisson_subsampled_gaussian_rdp_quadrature",
     "rdp_to_delta",
     "rdp_to_dp",
     "sampled_without_replacement_gaussian_epsilon",

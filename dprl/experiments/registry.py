@@ -3,6 +3,12 @@
 An experiment maps a config and one generator per trial to per-trial arrays (leading axis =
 trials). Trial ``i`` always draws from :func:`dprl.seeding.trial_generator` ``(root_seed, i)``, so
 the registry, the runner and the spot-check agree on what every trial is.
+
+Trial functions must be *batch-invariant*: a trial's arrays must be bit-for-bit the same
+whichever trials it is computed with. Vectorise across trials with elementwise operations,
+reductions along an axis, ``np.einsum`` and stacked ``np.linalg`` calls; avoid BLAS products
+whose rows are trials (``(trials, n) @ (n,)``), whose rounding depends on the number of rows.
+The test suite checks every registered experiment for this at smoke scale.
 """
 
 from __future__ import annotations
