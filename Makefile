@@ -10,7 +10,6 @@ JOBS ?= 2
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[book,test]"
 	touch $(STAMP)
 
@@ -27,7 +26,9 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 # Re-execute chapters in place and store their new outputs: make refresh NB=book/primer/*.ipynb
-NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*')
+# By default every chapter, then the appendix (its scorecard collects the chapters' verdicts).
+NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -not -path 'book/appendix/*' | sort) \
+	$(shell find book/appendix -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 refresh: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=1200 $(NB)
