@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from dprl.paths import BOOK_DIR
 
 PREFIX = "CLAIM"
@@ -35,7 +37,7 @@ class Verdict:
 
 
 def _fmt(value: object) -> str:
-    if isinstance(value, float):
+    if isinstance(value, (float, np.floating)):
         return f"{value:.4g}"
     return str(value)
 
@@ -45,12 +47,20 @@ def claim(source: str, statement: str, holds: bool | str, **numbers: object) -> 
 
     The numbers (rounded to 4 significant digits) are the evidence printed with it.
     """
-    verdict = ("HOLDS" if holds else "FAILS") if isinstance(holds, bool) else holds
-    if verdict not in VERDICTS:
+    if isinstance(holds, (bool, np.bool_)):
+        verdict = "HOLDS" if holds else "FAILS"
+    elif holds in VERDICTS:
+        verdict = holds
+    else:
         raise ValueError(f"verdict must be one of {VERDICTS} or a bool, got {holds!r}")
-    if not statement or "|" in statement:
-        raise ValueError("statement must be non-empty and must not contain '|'")
+    if not source or any(c in source for c in "[]\n"):
+        raise ValueError(f"source must be non-empty, on one line and without brackets, "
+                         f"got {source!r}")
+    if not statement or "|" in statement or "\n" in statement:
+        raise ValueError("statement must be non-empty, on one line and must not contain '|'")
     evidence = ", ".join(f"{key}={_fmt(value)}" for key, value in numbers.items())
+    if "\n" in evidence:
+        raise ValueError("every number must print on one line (pass scalars, not arrays)")
     result = Verdict(source, statement, verdict, evidence)
     print(result.line())
     return result

@@ -28,6 +28,11 @@ def gaussian_sigma(sensitivity: float, eps: float, delta: float) -> float:
     if eps >= 1:
         raise ValueError(f"the classic Gaussian calibration (Dwork & Roth 2014, Thm. A.1) holds "
                          f"for eps < 1 only, got eps={eps}; use analytic_gaussian_sigma")
+    return _classic_sigma(sensitivity, eps, delta)
+
+
+def _classic_sigma(sensitivity: float, eps: float, delta: float) -> float:
+    """The classic formula itself, unchecked (also a starting point for any eps)."""
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / eps
 
 
@@ -78,9 +83,9 @@ def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float,
     eps = require_epsilon(eps)
     delta = require_delta(delta)
     tol = require_positive("tol", tol)
-    guess = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / eps
     return smallest_sufficient_scale(lambda sigma: gaussian_delta(eps, sensitivity, sigma),
-                                     delta, initial=guess, rtol=tol)
+                                     delta, initial=_classic_sigma(sensitivity, eps, delta),
+                                     rtol=tol)
 
 
 def laplace_scale(sensitivity: float, eps: float) -> float:
@@ -150,7 +155,7 @@ def _perturb(value: ArrayLike, rng: np.random.Generator,
              ) -> float | np.ndarray:
     """value + draw(rng, value.shape), a float for a scalar value."""
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     value = require_array("value", value)
     noisy = value + draw(rng, value.shape)
     return float(noisy) if noisy.ndim == 0 else noisy

@@ -55,6 +55,8 @@ def mean_and_spread(values: np.ndarray, spread: Spread = "se",
                     axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean over trials and its spread: sample standard deviation (ddof=1) or standard error."""
     values = require_array("values", values)
+    if not -values.ndim <= axis < values.ndim:
+        raise ValueError(f"axis {axis} is out of range for values of shape {values.shape}")
     n = values.shape[axis]
     if n < 2:
         raise ValueError(f"a spread needs at least 2 trials along axis {axis}, got {n}")
@@ -69,6 +71,9 @@ def mean_and_spread(values: np.ndarray, spread: Spread = "se",
 def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread = "se",
          colour: str | None = None, **line_kwargs) -> None:
     """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band."""
+    x = require_array("x", x, ndim=1)
+    if np.shape(values)[1:] != x.shape:
+        raise ValueError(f"values must have shape (trials, {x.size}), got {np.shape(values)}")
     mean, width = mean_and_spread(values, spread)
     colour = colour or COLOURS.get(label)
     (line,) = ax.plot(x, mean, label=label, color=colour, **line_kwargs)

@@ -17,8 +17,8 @@ from dprl.validation import require_int
 
 def trial_seed(root_seed: int, index: int) -> np.random.SeedSequence:
     """The seed sequence of trial ``index``: child ``index`` of ``SeedSequence(root_seed)``."""
-    require_int("root_seed", root_seed, minimum=0)
-    require_int("index", index, minimum=0)
+    root_seed = require_int("root_seed", root_seed, minimum=0)
+    index = require_int("index", index, minimum=0)
     return np.random.SeedSequence(root_seed, spawn_key=(index,))
 
 
@@ -31,5 +31,5 @@ def trial_generators(root_seed: int, indices: Sequence[int] | int) -> list[np.ra
     """Generators for the given trial indices (or for trials ``0..n-1`` when given ``n``)."""
     if isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
         indices = range(require_int("n_trials", indices, minimum=0))
-    return [trial_generator(root_seed, int(i)) for i in indices]
+    return [trial_generator(root_seed, i) for i in indices]
 

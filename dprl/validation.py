@@ -10,10 +10,19 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+
+def _require_real(name: str, value) -> None:
+    """Raise unless ``value`` is a real number (bools and strings are refused, not coerced)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                      np.floating)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
 
 
 def require_finite(name: str, value: float) -> float:
-    """Return ``value`` as a float, or raise if it is NaN or infinite."""
+    """Return ``value`` as a float, or raise if it is not a real number or is NaN/infinite."""
+    _require_real(name, value)
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -70,15 +79,19 @@ def require_int(name: str, value: int, minimum: int = 1) -> int:
     return int(value)
 
 
-def require_array(name: str, value, ndim: int | None = None,
+def require_array(name: str, value: ArrayLike, ndim: int | None = None,
                   shape: Sequence[int | None] | None = None, *, nonempty: bool = True,
-                  dtype=float) -> np.ndarray:
-    """Return ``value`` as an array of ``dtype`` with the given ``ndim``/``shape``.
+                  dtype: DTypeLike = float) -> np.ndarray:
+    """Return ``value`` (real numbers: no bools or strings) as an array of ``dtype`` with the
+    given ``ndim``/``shape``.
 
     ``shape`` may hold ``None`` for a free axis. Raises on NaN or infinite entries for
     floating dtypes and, when ``nonempty``, on zero-size arrays.
     """
-    array = np.asarray(value, dtype=dtype)
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    array = raw.astype(dtype, copy=False)
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
     if shape is not None:
@@ -96,7 +109,7 @@ def require_array(name: str, value, ndim: int | None = None,
 def require_in_bounds(name: str, values: np.ndarray, low: float, high: float) -> np.ndarray:
     """Raise unless every entry lies in [low, high] (the declared bound of the data)."""
     values = np.asarray(values)
-    if values.size and (values.min() < low or values.max() > high):
+    if values.size and not np.all((values >= low) & (values <= high)):
         raise ValueError(
             f"{name} must lie in [{low}, {high}] (its declared bound), "
             f"got values in [{values.min()}, {values.max()}]")

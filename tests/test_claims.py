@@ -27,3 +27,26 @@ def test_claim_prints_a_verdict_line_the_scorecard_collects(tmp_path, capsys):
 def test_bad_claims_are_rejected(holds, statement):
     with pytest.raises(ValueError):
         claim("book", statement, holds)
+
+
+def test_numpy_booleans_and_numbers_are_accepted(capsys):
+    import numpy as np
+
+    verdict = claim("book", "numpy comparison", np.float64(0.5) < 1, ratio=np.float64(1 / 3))
+    assert verdict.verdict == "HOLDS" and verdict.numbers == "ratio=0.3333"
+
+
+@pytest.mark.parametrize("source, statement, numbers", [
+    ("Balle [2016]", "s", {}), ("book", "two\nlines", {}), ("book", "s", {"a": "x\ny"})])
+def test_claims_the_scorecard_could_not_collect_are_rejected(source, statement, numbers):
+    with pytest.raises(ValueError):
+        claim(source, statement, True, **numbers)
+
+
+def test_scorecard_groups_by_source():
+    from dprl.claims import Verdict, scorecard
+
+    table = scorecard([Verdict("A", "s1", "HOLDS", "x=1", "c1"), Verdict("A", "s2", "FAILS", "",
+                                                                          "c2")])
+    assert table.splitlines()[0] == "A: 2 claims (1 holds, 1 fails, 0 partial)"
+    assert scorecard([]) == "no claims evaluated yet"

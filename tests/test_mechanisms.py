@@ -197,5 +197,5 @@ def test_bad_input_raises(call, match):
 
 
 def test_non_generator_rng_raises():
-    with pytest.raises(TypeError, match="numpy.random.Generator"):
+    with pytest.raises(ValueError, match="numpy.random.Generator"):
         M.laplace_mechanism(1.0, 1.0, 1.0, np.random.RandomState(0))

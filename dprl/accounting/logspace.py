@@ -15,12 +15,6 @@ def log_abs_binom(n: ArrayLike, k: ArrayLike) -> np.ndarray:
     return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
 
 
-def log_expm1(x: ArrayLike) -> np.ndarray:
-    """log(e^x - 1) for x > 0, accurate both for tiny x and for x far beyond exp's range."""
-    x = np.asarray(x, dtype=float)
-    return x + np.log(-np.expm1(-x))
-
-
 def log_abs_expm1(x: ArrayLike) -> np.ndarray:
     """log |e^x - 1| for any real x (-inf at x = 0), accurate for tiny |x| and large x."""
     x = np.asarray(x, dtype=float)

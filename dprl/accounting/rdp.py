@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from dprl.accounting.logspace import log_abs_binom, log_abs_expm1, log_expm1
+from dprl.accounting.logspace import log_abs_binom, log_abs_expm1
 from dprl.accounting.orders import as_orders
 from dprl.validation import require_positive, require_probability
 
@@ -108,7 +108,7 @@ def _log_a_integer(alpha: int, sigma: float, q: float) -> float:
     """log A_alpha for integer alpha >= 2 through the binomial sum for A_alpha - 1."""
     k = np.arange(2, alpha + 1, dtype=float)
     log_terms = (log_abs_binom(alpha, k) + k * math.log(q) + (alpha - k) * math.log1p(-q)
-                 + log_expm1(k * (k - 1) / (2 * sigma**2)))
+                 + log_abs_expm1(k * (k - 1) / (2 * sigma**2)))
     return float(np.logaddexp(0.0, special.logsumexp(log_terms)))
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from dprl.accounting.logspace import log_abs_binom, log_expm1
+from dprl.accounting.logspace import log_abs_binom, log_abs_expm1
 from dprl.accounting.orders import as_orders
 from dprl.validation import require_int, require_positive
 
@@ -70,7 +70,7 @@ def _log_second_order_term(orders: np.ndarray, sigma: float, log_gamma: float) -
     """log of gamma^2 C(alpha,2) min{4(e^{eps(2)} - 1), 2 e^{eps(2)}}, eps(2) = 1/sigma^2."""
     eps2 = 1 / sigma**2
     return (2 * log_gamma + log_abs_binom(orders, 2)
-            + min(math.log(4) + float(log_expm1(eps2)), math.log(2) + eps2))
+            + min(math.log(4) + float(log_abs_expm1(eps2)), math.log(2) + eps2))
 
 
 def _log_higher_order_terms(alpha: int, sigma: float, log_gamma: float) -> np.ndarray:

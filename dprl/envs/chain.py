@@ -257,6 +257,8 @@ class ChainEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        """Start an episode from the start distribution, or from ``options["start_state"]``;
+        ``seed`` seeds the env's generator (Gymnasium's ``np_random``)."""
         super().reset(seed=seed)
         options = {} if options is None else dict(options)
         unknown = set(options) - {"start_state"}
@@ -274,6 +276,9 @@ class ChainEnv(gymnasium.Env):
         return start, {}
 
     def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        """One transition of the chain (the single action 0): stay with probability p, else
+        advance; reward 1 on entering the goal; terminated on entering the absorbing state,
+        truncated after ``horizon`` transitions."""
         if self._state is None:
             raise RuntimeError("step() needs reset() first (also after an episode ends)")
         if not self.action_space.contains(action):

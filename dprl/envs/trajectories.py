@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dprl.validation import require_array, require_finite, require_in_bounds
+from dprl.validation import require_array, require_finite, require_in_bounds, require_int
 
 
 def _integer_array(name: str, value) -> np.ndarray:
@@ -95,6 +95,14 @@ class Trajectories:
     def transition_mask(self) -> np.ndarray:
         """``(*batch, H)`` bool, True at the real transitions ``t < L``."""
         return np.arange(self.horizon) < self.lengths[..., None]
+
+    def first(self, m: int) -> Trajectories:
+        """The first ``m`` trajectories of every data set (nested data sets of size ``m``)."""
+        m = require_int("m", m)
+        if m > self.batch_shape[-1]:
+            raise ValueError(f"m must be <= the {self.batch_shape[-1]} trajectories held, got {m}")
+        return Trajectories(self.states[..., :m, :], self.rewards[..., :m, :],
+                            self.lengths[..., :m], self.terminated[..., :m], self.reward_range)
 
     def reshape(self, *batch_shape: int) -> Trajectories:
         """The same trajectories with a new batch shape (row-major, like ``numpy.reshape``);

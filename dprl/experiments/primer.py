@@ -50,21 +50,16 @@ def policy_evaluation_trials(config: PolicyEvaluationConfig,
     sample = stack_trajectories([mdp.sample(max(config.batch_sizes), rng) for rng in rngs])
     errors = np.empty((len(rngs), len(ESTIMATORS), len(config.batch_sizes)))
     for k, m in enumerate(config.batch_sizes):
-        data = _first(sample, m)
-        weights = (td0(data, features, mdp.gamma, config.td_step, n_epochs=config.n_epochs),
-                   gtd2(data, features, mdp.gamma, config.gtd2_step_theta, config.gtd2_step_w,
-                        n_epochs=config.n_epochs)[0],
-                   lstd(data, features, mdp.gamma, ridge=config.ridge))
+        data = sample.first(m)
+        thetas = (td0(data, features, mdp.gamma, config.td_step, n_epochs=config.n_epochs),
+                  gtd2(data, features, mdp.gamma, config.gtd2_step_theta, config.gtd2_step_w,
+                       n_epochs=config.n_epochs)[0],
+                  lstd(data, features, mdp.gamma, ridge=config.ridge))
         monte_carlo = np.nan_to_num(monte_carlo_values(data, mdp.gamma, mdp.n_states)[0])
-        for j, values in enumerate([monte_carlo, *(theta @ features.T for theta in weights)]):
-            errors[:, j, k] = rmse(values, truth)
+        values = [monte_carlo, *(np.einsum("...d,sd->...s", theta, features) for theta in thetas)]
+        for j, value in enumerate(values):
+            errors[:, j, k] = rmse(value, truth)
     return {"rmse": errors, "batch_sizes": np.tile(config.batch_sizes, (len(rngs), 1))}
-
-
-def _first(sample, m: int):
-    """The first ``m`` trajectories of every trial's sample."""
-    return type(sample)(sample.states[:, :m], sample.rewards[:, :m], sample.lengths[:, :m],
-                        sample.terminated[:, :m], sample.reward_range)
 
 
 POLICY_EVALUATION = register(Experiment(

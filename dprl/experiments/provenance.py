@@ -29,7 +29,7 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 

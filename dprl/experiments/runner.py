@@ -1,14 +1,18 @@
 """Running registered experiments: batched, resumable, with provenance.
 
 Results go to ``<results_dir>/<id>.npz`` (paper scale) or ``<id>.<scale>.npz``, with a JSON
-sidecar of the same stem. While a run is in progress each finished batch of trials is saved
-under ``<id>[.<scale>].partial/``; a rerun with the same config picks up from there.
+sidecar of the same stem that records, among the provenance, the SHA-256 of the arrays file
+(a result whose arrays do not match it is reported, never used). While a run is in progress
+each finished batch of trials is saved under ``<id>[.<scale>].partial/``; a rerun with the
+same config at the same commit picks up from there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -19,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from dprl.experiments.provenance import provenance
+from dprl.experiments.provenance import git_state, provenance
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
 from dprl.paths import RESULTS_DIR
 from dprl.seeding import trial_generators
@@ -98,19 +102,27 @@ def load(experiment_id: str, scale: str = "paper",
         raise FileNotFoundError(
             f"no stored result for {experiment_id!r} at scale {scale!r} in {results_dir}; "
             f"run: python -m dprl run {experiment_id} --scale {scale}")
+    record = json.loads(sidecar_path.read_text())
+    if record.get("sha256") != _sha256(arrays_path):
+        raise ValueError(f"{arrays_path} does not match the checksum in {sidecar_path.name}; "
+                         f"regenerate it: {record.get('command')}")
     with np.load(arrays_path) as stored:
         arrays = {name: stored[name] for name in stored.files}
-    return Result(arrays, json.loads(sidecar_path.read_text()))
+    return Result(arrays, record)
 
 
 def status(experiment_id: str, scale: str = "paper",
            results_dir: Path | str = RESULTS_DIR) -> str:
-    """'current', 'stale' (stored config differs from the registered one) or 'missing'."""
-    _, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
-    if not sidecar_path.exists():
+    """'missing', 'corrupt' (the arrays do not match the sidecar's checksum), 'stale' (the
+    stored config differs from the registered one) or 'current'."""
+    arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
+    if not (arrays_path.exists() and sidecar_path.exists()):
         return "missing"
-    stored = json.loads(sidecar_path.read_text())["config"]
-    return "current" if stored == config_to_dict(get(experiment_id).config(scale)) else "stale"
+    record = json.loads(sidecar_path.read_text())
+    if record.get("sha256") != _sha256(arrays_path):
+        return "corrupt"
+    current = record["config"] == config_to_dict(get(experiment_id).config(scale))
+    return "current" if current else "stale"
 
 
 def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool = False,
@@ -127,20 +139,23 @@ def _batches(config: TrialConfig) -> list[tuple[int, int]]:
             for start in range(0, config.n_trials, size)]
 
 
+_BATCH_FILE = re.compile(r"batch-(\d{6})-(\d{6})\.npz")
+
+
 def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tuple[int, int]]:
-    """Make the partial folder for ``config``; return the batches it already holds."""
-    config_file = partial / "config.json"
-    wanted = config_to_dict(config)
-    if partial.exists() and not (resume and config_file.exists()
-                                 and json.loads(config_file.read_text()) == wanted):
+    """Make the partial folder for ``config``; return the batches it already holds.
+
+    Saved batches are kept only with ``resume`` and when they were computed with the same
+    config at the same commit (so a result never mixes batches of different code).
+    """
+    marker = partial / "started.json"
+    wanted = {"config": config_to_dict(config), "commit": git_state()["commit"]}
+    if partial.exists() and not (resume and _read_json(marker) == wanted):
         shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(wanted, indent=1))
-    done = set()
-    for path in partial.glob("batch-*.npz"):
-        start, stop = (int(part) for part in path.stem.split("-")[1:3])
-        done.add((start, stop))
-    return done
+    _write_text(marker, json.dumps(wanted, indent=1))
+    found = (_BATCH_FILE.fullmatch(path.name) for path in partial.iterdir())
+    return {(int(m[1]), int(m[2])) for m in found if m}
 
 
 def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
@@ -165,11 +180,34 @@ def _gather(partial: Path, batches: list[tuple[int, int]]) -> tuple[dict[str, np
 
 def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.ndarray],
                   record: dict[str, Any]) -> None:
+    """Write the arrays, then the sidecar holding their checksum, each atomically: an
+    interruption in between leaves a result that :func:`status` reports as corrupt."""
     arrays_path.parent.mkdir(parents=True, exist_ok=True)
     temporary = arrays_path.with_name(arrays_path.stem + ".tmp.npz")
     np.savez_compressed(temporary, **arrays)
     os.replace(temporary, arrays_path)
-    sidecar_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    record = dict(record, sha256=_sha256(arrays_path))
+    _write_text(sidecar_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` atomically (through a temporary file and a rename)."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None when it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def mismatched_trials(experiment_id: str, indices: Sequence[int], scale: str = "paper",
@@ -179,9 +217,14 @@ def mismatched_trials(experiment_id: str, indices: Sequence[int], scale: str = "
     Returns one line per disagreement (empty when every array matches exactly, NaNs equal);
     a stored config that differs from the registered one is itself a disagreement.
     """
-    if status(experiment_id, scale, results_dir) != "current":
-        return [f"{experiment_id}: stored config differs from the registered {scale} config"]
+    state = status(experiment_id, scale, results_dir)
+    if state != "current":
+        return [f"{experiment_id}: stored {scale} result is {state}"]
     stored = load(experiment_id, scale, results_dir)
+    n_trials = stored.provenance["n_trials"]
+    if not indices or any(not 0 <= int(i) < n_trials for i in indices):
+        raise ValueError(f"indices must be a non-empty list of trials in [0, {n_trials}), "
+                         f"got {list(indices)}")
     fresh = compute_trials(get(experiment_id), get(experiment_id).config(scale), indices)
     problems = []
     if set(fresh) != set(stored.arrays):
