@@ -7,6 +7,7 @@ The package behind the dprl book. Submodules:
 - :mod:`dprl.envs`: Gymnasium environments (the chain of Balle et al. 2016) and exact solutions.
 - :mod:`dprl.features`: tabular, state-aggregation and Fourier features.
 - :mod:`dprl.policy_evaluation`: Monte Carlo, TD(0), LSTD, GTD2 and the MSPBE.
+- :mod:`dprl.balle2016`: DP-LSW and DP-LSL with smooth sensitivity (Balle et al. 2016).
 - :mod:`dprl.experiments`: the experiment registry, runner, provenance and result loader.
 - :mod:`dprl.plotting`: the book's figure style.
 - :mod:`dprl.determinism`: deterministic torch, generators tied to numpy streams.

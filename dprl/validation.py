@@ -114,3 +114,10 @@ def require_in_bounds(name: str, values: np.ndarray, low: float, high: float) ->
             f"{name} must lie in [{low}, {high}] (its declared bound), "
             f"got values in [{values.min()}, {values.max()}]")
     return values
+
+
+def frozen_copy(array: ArrayLike) -> np.ndarray:
+    """A read-only copy of ``array`` (data held by frozen dataclasses cannot change later)."""
+    array = np.array(array)
+    array.setflags(write=False)
+    return array

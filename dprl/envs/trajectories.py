@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dprl.validation import require_array, require_finite, require_in_bounds, require_int
+from dprl.validation import (frozen_copy, require_array, require_finite, require_in_bounds,
+                             require_int)
 
 
 def _integer_array(name: str, value) -> np.ndarray:
@@ -20,12 +21,6 @@ def _integer_array(name: str, value) -> np.ndarray:
     if not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
     return array.astype(np.int64)
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array = np.array(array)
-    array.setflags(write=False)
-    return array
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ class Trajectories:
         _check_padding(states, rewards, lengths, low, high)
         for name, value in (("states", states), ("rewards", rewards), ("lengths", lengths),
                             ("terminated", terminated)):
-            object.__setattr__(self, name, _frozen(value))
+            object.__setattr__(self, name, frozen_copy(value))
         object.__setattr__(self, "reward_range", (low, high))
 
     @property

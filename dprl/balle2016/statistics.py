@@ -1,0 +1,111 @@
+"""First-visit statistics of data sets of trajectories (Balle et al. 2016, Sec. 2.2).
+
+For a data set ``X`` of ``m`` trajectories: the first-visit returns ``F_{x,s}``, the
+signature ``|X_s|`` (trajectories visiting ``s``), ``F_X`` (Eq. 4), ``K_X = max_s |X_s|``
+(Sec. 3.1) and the diagonal of ``Gamma_X``, ``rho_s |X_s| / m`` (Sec. 2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dprl.balle2016.inputs import regression_weights
+from dprl.envs import Trajectories
+from dprl.policy_evaluation import first_visit_returns
+from dprl.validation import frozen_copy, require_array, require_in_bounds, require_positive
+
+
+@dataclass(frozen=True)
+class FirstVisitData:
+    """First-visit returns of data sets of ``m`` trajectories, batch shape ``(*datasets, m)``.
+
+    - ``returns``: ``(*datasets, m, N)``, ``F_{x,s}`` (0 where ``x`` does not visit ``s``).
+    - ``visited``: ``(*datasets, m, N)`` bool, ``s in S_x``.
+    - ``return_bound``: the public bound ``F_max`` on every return (Sec. 3.1), which every
+      ``F_{x,s}`` must respect; the privacy proofs (Lemma 16, Cor. 20) need ``0 <= F <= F_max``.
+
+    Arrays are validated, copied and made read-only.
+    """
+
+    returns: np.ndarray
+    visited: np.ndarray
+    return_bound: float
+
+    def __post_init__(self) -> None:
+        bound = require_positive("return_bound", self.return_bound)
+        returns = require_array("returns", self.returns)
+        if returns.ndim < 2:
+            raise ValueError(f"returns must have shape (*datasets, m, N), got {returns.shape}")
+        visited = np.asarray(self.visited)
+        if visited.dtype != np.bool_ or visited.shape != returns.shape:
+            raise ValueError(f"visited must be a bool array of shape {returns.shape}, "
+                             f"got {visited.dtype} {visited.shape}")
+        if np.any(returns[~visited] != 0):
+            raise ValueError("returns must be 0 where the state is not visited")
+        require_in_bounds("returns", returns, 0.0, bound)
+        object.__setattr__(self, "returns", frozen_copy(returns))
+        object.__setattr__(self, "visited", frozen_copy(visited))
+        object.__setattr__(self, "return_bound", bound)
+
+    @property
+    def datasets_shape(self) -> tuple[int, ...]:
+        """The leading (independent data set) axes."""
+        return self.returns.shape[:-2]
+
+    @property
+    def n_trajectories(self) -> int:
+        """``m``, the trajectories per data set."""
+        return self.returns.shape[-2]
+
+    @property
+    def n_states(self) -> int:
+        """``N``."""
+        return self.returns.shape[-1]
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The signature ``|X_s|`` (Sec. 4.1), ``(*datasets, N)`` int64."""
+        return self.visited.sum(axis=-2, dtype=np.int64)
+
+    @property
+    def max_count(self) -> np.ndarray:
+        """``K_X = max_s |X_s|`` (Sec. 3.1), ``(*datasets,)``."""
+        return self.counts.max(axis=-1)
+
+    @property
+    def mean_returns(self) -> np.ndarray:
+        """``F_X`` (Eq. 4): the mean first-visit return over ``X_s``, 0 where ``|X_s| = 0``;
+        ``(*datasets, N)``. Summed along a contiguous last axis, so batch-invariant."""
+        totals = np.ascontiguousarray(np.swapaxes(self.returns, -1, -2)).sum(axis=-1)
+        return totals / np.maximum(self.counts, 1)
+
+
+def first_visit_data(trajectories: Trajectories, gamma: float, n_states: int, r_max: float,
+                     f_max: float | None = None) -> FirstVisitData:
+    """:class:`FirstVisitData` of ``trajectories`` (batch ``(*datasets, m)``), refusing any
+    reward outside ``[0, r_max]`` (Sec. 2.2). ``f_max``: a public return bound replacing
+    ``R_max / (1 - gamma)`` (Sec. 3.1); every first-visit return must respect it."""
+    r_max = require_positive("r_max", r_max)
+    if not isinstance(trajectories, Trajectories):
+        raise ValueError(f"trajectories must be a Trajectories, got {type(trajectories).__name__}")
+    require_in_bounds("rewards", trajectories.rewards[trajectories.transition_mask], 0.0, r_max)
+    returns, visited = first_visit_returns(trajectories, gamma, n_states)
+    bound = r_max / (1 - gamma) if f_max is None else require_positive("f_max", f_max)
+    return FirstVisitData(returns, visited, bound)
+
+
+def require_first_visit_data(data: FirstVisitData) -> FirstVisitData:
+    """``data``, or a ValueError unless it is a :class:`FirstVisitData`."""
+    if not isinstance(data, FirstVisitData):
+        raise ValueError(f"data must be a FirstVisitData, got {type(data).__name__}")
+    return data
+
+
+def visit_weights(data: FirstVisitData, rho) -> np.ndarray:
+    """The diagonal of ``Gamma_X``, ``rho_s |X_s| / m`` (Sec. 2.2, before Eq. 5),
+    ``(*datasets, N)``."""
+    data = require_first_visit_data(data)
+    rho = regression_weights(rho, data.n_states)
+    return rho * data.counts / data.n_trajectories
