@@ -17,23 +17,26 @@ import numpy as np
 from dprl.paths import BOOK_DIR
 
 PREFIX = "CLAIM"
-_LINE = re.compile(rf"^{PREFIX} \[(?P<source>[^\]]+)\] (?P<verdict>HOLDS|FAILS|PARTIAL): "
-                   r"(?P<statement>.*?) \| (?P<numbers>.*)$")
+_LINE = re.compile(rf"^{PREFIX} \[(?P<source>[^\],]+)(?:, (?P<section>[^\]]+))?\] "
+                   r"(?P<verdict>HOLDS|FAILS|PARTIAL): (?P<statement>.*?) \| (?P<numbers>.*)$")
 VERDICTS = ("HOLDS", "FAILS", "PARTIAL")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim of ``source`` (a paper or 'book'), its verdict and the numbers behind it."""
+    """A claim of ``source`` (a paper or 'book') made in ``section`` of it, its verdict and
+    the numbers behind it; ``chapter`` is where the book evaluates it."""
 
     source: str
     statement: str
     verdict: str
     numbers: str
     chapter: str = ""
+    section: str = ""
 
     def line(self) -> str:
-        return f"{PREFIX} [{self.source}] {self.verdict}: {self.statement} | {self.numbers}"
+        where = f"{self.source}, {self.section}" if self.section else self.source
+        return f"{PREFIX} [{where}] {self.verdict}: {self.statement} | {self.numbers}"
 
 
 def _fmt(value: object) -> str:
@@ -42,8 +45,10 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def claim(source: str, statement: str, holds: bool | str, **numbers: object) -> Verdict:
-    """Print and return the verdict on ``statement``; ``holds`` is a bool or a verdict name.
+def claim(source: str, statement: str, holds: bool | str, section: str = "",
+          **numbers: object) -> Verdict:
+    """Print and return the verdict on ``statement`` of ``source`` (e.g. 'Balle 2016') made in
+    ``section`` (e.g. 'Sec. 6'); ``holds`` is a bool or a verdict name.
 
     The numbers (rounded to 4 significant digits) are the evidence printed with it.
     """
@@ -53,15 +58,17 @@ def claim(source: str, statement: str, holds: bool | str, **numbers: object) -> 
         verdict = holds
     else:
         raise ValueError(f"verdict must be one of {VERDICTS} or a bool, got {holds!r}")
-    if not source or any(c in source for c in "[]\n"):
-        raise ValueError(f"source must be non-empty, on one line and without brackets, "
+    if not source or any(c in source for c in "[],\n"):
+        raise ValueError(f"source must be non-empty, on one line, without brackets or commas, "
                          f"got {source!r}")
+    if any(c in section for c in "[]\n"):
+        raise ValueError(f"section must be on one line and without brackets, got {section!r}")
     if not statement or "|" in statement or "\n" in statement:
         raise ValueError("statement must be non-empty, on one line and must not contain '|'")
     evidence = ", ".join(f"{key}={_fmt(value)}" for key, value in numbers.items())
     if "\n" in evidence:
         raise ValueError("every number must print on one line (pass scalars, not arrays)")
-    result = Verdict(source, statement, verdict, evidence)
+    result = Verdict(source, statement, verdict, evidence, section=section)
     print(result.line())
     return result
 
@@ -94,5 +101,6 @@ def scorecard(verdicts: list[Verdict]) -> str:
         counts = ", ".join(f"{sum(v.verdict == name for v in mine)} {name.lower()}"
                            for name in VERDICTS)
         lines.append(f"{source}: {len(mine)} claims ({counts})")
-        lines += [f"  {v.verdict:7s} {v.statement} [{v.chapter}] {v.numbers}" for v in mine]
+        lines += [f"  {v.verdict:7s} {v.section + ': ' if v.section else ''}{v.statement} "
+                  f"[{v.chapter}] {v.numbers}" for v in mine]
     return "\n".join(lines) or "no claims evaluated yet"

@@ -50,3 +50,18 @@ def test_scorecard_groups_by_source():
                                                                           "c2")])
     assert table.splitlines()[0] == "A: 2 claims (1 holds, 1 fails, 0 partial)"
     assert scorecard([]) == "no claims evaluated yet"
+
+
+def test_claims_carry_the_papers_section(tmp_path, capsys):
+    verdict = claim("Balle 2016", "DP curves meet the non-private ones", "PARTIAL", section="Sec. 6",
+                    m=1000)
+    line = capsys.readouterr().out.strip()
+    assert line == "CLAIM [Balle 2016, Sec. 6] PARTIAL: DP curves meet the non-private ones | m=1000"
+    chapter = tmp_path / "c.ipynb"
+    chapter.write_text(json.dumps({"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": line + "\n"}]}]}))
+    (found,) = collect(tmp_path)
+    assert (found.source, found.section, found.verdict) == ("Balle 2016", "Sec. 6", "PARTIAL")
+    assert found.numbers == verdict.numbers
+    with pytest.raises(ValueError, match="commas"):
+        claim("Balle, 2016", "s", True)
