@@ -104,3 +104,14 @@ def scorecard(verdicts: list[Verdict]) -> str:
         lines += [f"  {v.verdict:7s} {v.section + ': ' if v.section else ''}{v.statement} "
                   f"[{v.chapter}] {v.numbers}" for v in mine]
     return "\n".join(lines) or "no claims evaluated yet"
+
+
+def scorecard_table(verdicts: list[Verdict]) -> str:
+    """The scorecard as one Markdown table: paper, section, claim, verdict, numbers, chapter."""
+    if not verdicts:
+        return "no claims evaluated yet"
+    rows = ["| paper | section | claim | verdict | numbers | chapter |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {v.source} | {v.section} | {v.statement} | **{v.verdict}** | {v.numbers} "
+             f"| {v.chapter} |" for v in sorted(verdicts, key=lambda v: (v.source, v.chapter))]
+    return "\n".join(rows)

@@ -65,3 +65,14 @@ def test_claims_carry_the_papers_section(tmp_path, capsys):
     assert found.numbers == verdict.numbers
     with pytest.raises(ValueError, match="commas"):
         claim("Balle, 2016", "s", True)
+
+
+def test_scorecard_table_has_one_row_per_claim():
+    from dprl.claims import Verdict, scorecard_table
+
+    table = scorecard_table([Verdict("Balle 2016", "s1", "FAILS", "x=1", "balle2016/a", "Sec. 6"),
+                             Verdict("book", "s2", "HOLDS", "", "primer/b")])
+    lines = table.splitlines()
+    assert lines[0] == "| paper | section | claim | verdict | numbers | chapter |"
+    assert lines[2] == "| Balle 2016 | Sec. 6 | s1 | **FAILS** | x=1 | balle2016/a |"
+    assert len(lines) == 4 and scorecard_table([]) == "no claims evaluated yet"
