@@ -35,12 +35,14 @@ def _variant(lemma9_variant: str) -> str:
     return lemma9_variant
 
 
-def _lsw_local(v: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
+def _lsw_local(v: np.ndarray, weights: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+    """phi_k^w at signatures ``v``; ``k`` may be an array broadcasting against ``v``."""
     return (weights / np.maximum(v - k, 1).astype(float) ** 2).sum(axis=-1)
 
 
-def _lsl_local(v: np.ndarray, m: int, rho: np.ndarray, c_lambda: float, k: int,
+def _lsl_local(v: np.ndarray, m: int, rho: np.ndarray, c_lambda: float, k: int | np.ndarray,
                variant: str) -> np.ndarray:
+    """phi_k^lambda at signatures ``v``; ``k`` may be an array broadcasting against ``v``."""
     cap = np.minimum if variant == "min" else np.maximum
     spread = (rho * cap(v + k, m)).sum(axis=-1)
     return (c_lambda * np.sqrt(spread) + np.sqrt((rho**2).sum())) ** 2
