@@ -14,7 +14,11 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
+from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.envs import CHAIN_ID, ChainMDP
+from dprl.features import tabular_features
+from dprl.seeding import trial_generators
+from dprl.validation import require_int
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Benchmark:
     reference: Callable[[int], object]
     size: int
     quick_size: int
+    repeats: int = 3
 
 
 def _chain_vectorised(n: int) -> object:
@@ -46,17 +51,72 @@ def _chain_gymnasium(n: int) -> object:
     return env
 
 
+#: DP-LSW workload: ``runs`` data sets of ``m`` chain trajectories (Balle et al. 2016, Sec. 6).
+_DP_LSW_RUNS = 20
+_EPS, _DELTA = 0.1, 0.1
+
+
+def _dp_lsw_data(m: int):
+    """The same trajectories for both DP-LSW timings, sampled once per size."""
+    if m not in _DP_LSW_CACHE:
+        mdp = ChainMDP()
+        _DP_LSW_CACHE[m] = mdp, mdp.sample((_DP_LSW_RUNS, m), np.random.default_rng(0))
+    return _DP_LSW_CACHE[m]
+
+
+_DP_LSW_CACHE: dict[int, tuple] = {}
+
+
+def _dp_lsw_vectorised(m: int) -> np.ndarray:
+    mdp, trajectories = _dp_lsw_data(m)
+    data = first_visit_data(trajectories, mdp.gamma, mdp.n_states, r_max=1.0)
+    return dp_lsw(data, tabular_features(mdp.n_states), mdp.start_probabilities, _EPS, _DELTA,
+                  trial_generators(0, _DP_LSW_RUNS))
+
+
+def _dp_lsw_per_run_loop(m: int) -> list[np.ndarray]:
+    """The straightforward way: one run at a time, one trajectory and one step at a time in
+    Python for the first-visit returns, one k at a time for psi (Algorithm 1, tabular)."""
+    mdp, trajectories = _dp_lsw_data(m)
+    n, gamma, w = mdp.n_states, mdp.gamma, mdp.start_probabilities
+    alpha = 5 * np.sqrt(2 * np.log(2 / _DELTA)) / _EPS
+    beta = _EPS / (4 * (n + np.log(2 / _DELTA)))
+    released = []
+    for run, rng in enumerate(trial_generators(0, _DP_LSW_RUNS)):
+        totals, counts = np.zeros(n), np.zeros(n)
+        for x in range(m):
+            length = int(trajectories.lengths[run, x])
+            states, rewards = trajectories.states[run, x], trajectories.rewards[run, x]
+            ret, first_return = 0.0, {}
+            for t in reversed(range(length)):
+                ret = rewards[t] + gamma * ret
+                first_return[int(states[t])] = ret
+            for s, value in first_return.items():
+                totals[s] += value
+                counts[s] += 1
+        theta = totals / np.maximum(counts, 1)
+        psi = max(np.exp(-k * beta) * sum(w[s] / max(counts[s] - k, 1) ** 2 for s in range(n))
+                  for k in range(int(counts.max()) + 1))
+        sigma = alpha / (1 - gamma) / np.sqrt(w.min()) * np.sqrt(psi)
+        released.append(theta + sigma * rng.standard_normal(n))
+    return released
+
+
 BENCHMARKS = {b.name: b for b in [
     Benchmark("chain-sampler", "40-state chain trajectories: ChainMDP.sample (numpy, all at once) "
               "vs stepping the Gymnasium env", "trajectories", _chain_vectorised,
               _chain_gymnasium, size=20_000, quick_size=200),
+    Benchmark("dp-lsw", f"DP-LSW on {_DP_LSW_RUNS} runs of chain data (tabular, eps = delta = "
+              "0.1): dprl.balle2016 (vectorised over runs and states) vs a per-run Python loop",
+              "trajectories per run", _dp_lsw_vectorised, _dp_lsw_per_run_loop,
+              size=10_000, quick_size=100, repeats=1),
 ]}
 
 
 def best_time(function: Callable[[int], object], size: int, repeats: int = 3) -> float:
     """The fastest of ``repeats`` wall-clock timings of ``function(size)``, in seconds."""
     timings = []
-    for _ in range(repeats):
+    for _ in range(require_int("repeats", repeats)):
         start = time.perf_counter()
         function(size)
         timings.append(time.perf_counter() - start)
@@ -72,7 +132,8 @@ def run_benchmarks(names: Sequence[str] = (), quick: bool = False) -> list[dict[
     for name in names or sorted(BENCHMARKS):
         bench = BENCHMARKS[name]
         size = bench.quick_size if quick else bench.size
-        candidate, reference = best_time(bench.candidate, size), best_time(bench.reference, size)
+        candidate = best_time(bench.candidate, size, bench.repeats)
+        reference = best_time(bench.reference, size, bench.repeats)
         reports.append({"name": name, "size": size, "candidate_s": candidate,
                         "reference_s": reference, "speedup": reference / candidate})
         print(f"{name}: {bench.description}\n  {size} {bench.unit}: candidate {candidate:.3g} s, "

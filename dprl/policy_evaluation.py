@@ -60,17 +60,18 @@ def first_visit_returns(trajectories: Trajectories, gamma: float,
     n_states = require_int("n_states", n_states)
     trajectories, gamma = _trajectories(trajectories, n_states), _gamma(gamma)
     H, batch = trajectories.horizon, trajectories.batch_shape
-    states = trajectories.states.reshape(-1, H + 1)
-    mask = trajectories.transition_mask.reshape(-1, H)
-    first = np.full((states.shape[0], n_states), H)  # H marks "never visited"
-    for t in reversed(range(H)):
-        rows = np.flatnonzero(mask[:, t])
-        first[rows, states[rows, t]] = t
-    returns = np.zeros((states.shape[0], H + 1))  # returns-to-go, 0 from time H on
-    rewards = trajectories.rewards.reshape(-1, H)
-    for t in reversed(range(H)):
-        returns[:, t] = rewards[:, t] + gamma * returns[:, t + 1]
-    F = np.take_along_axis(returns, first, axis=1)
+    steps = int(trajectories.lengths.max())  # rewards and returns are 0 from here on
+    # time-major copies: each step below reads one contiguous row
+    states = np.ascontiguousarray(trajectories.states.reshape(-1, H + 1)[:, :steps].T)
+    rewards = np.ascontiguousarray(trajectories.rewards.reshape(-1, H)[:, :steps].T)
+    live = np.ascontiguousarray(trajectories.transition_mask.reshape(-1, H)[:, :steps].T)
+    first = np.full((states.shape[1], n_states), H)  # H marks "never visited"
+    returns = np.zeros((steps + 1, states.shape[1]))  # returns-to-go, 0 from the end on
+    for t in reversed(range(steps)):
+        returns[t] = rewards[t] + gamma * returns[t + 1]
+        rows = np.flatnonzero(live[t])
+        first[rows, states[t, rows]] = t
+    F = np.take_along_axis(returns.T, np.minimum(first, steps), axis=1)
     return F.reshape(*batch, n_states), (first < H).reshape(*batch, n_states)
 
 

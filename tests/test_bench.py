@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from dprl.__main__ import main
@@ -14,6 +15,9 @@ def test_quick_benchmarks_report_a_ratio(capsys):
 def test_benchmarks_do_equivalent_work():
     bench = BENCHMARKS["chain-sampler"]
     assert bench.candidate(50).lengths.shape == (50,)
+    dp_lsw = BENCHMARKS["dp-lsw"]
+    vectorised, looped = dp_lsw.candidate(60), np.array(dp_lsw.reference(60))
+    np.testing.assert_allclose(vectorised, looped, rtol=1e-12)
 
 
 def test_unknown_benchmark_is_rejected():
