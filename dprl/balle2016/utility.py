@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dprl.balle2016.inputs import (features_matrix, regression_weights, state_weights,
-                                   weighted_design)
+from dprl.balle2016.inputs import features_matrix, regression_weights, state_weights
 from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_noise_scale)
 from dprl.balle2016.smooth_sensitivity import smoothing_constants
 from dprl.balle2016.statistics import FirstVisitData, require_first_visit_data
@@ -30,6 +29,11 @@ def _sizes(m) -> np.ndarray:
     return sizes.astype(float)
 
 
+def _weighted_frobenius2(features: np.ndarray, weights: np.ndarray) -> float:
+    """``||Gamma^{1/2} Phi||_F^2 = sum_s w_s ||phi_s||^2``."""
+    return float((weights[:, None] * features**2).sum())
+
+
 def lsw_expected_excess_risk(data: FirstVisitData, features, weights, eps: float,
                              delta: float) -> np.ndarray:
     """``E_eta[J_X^w(theta_hat_X^w) - J_X^w(theta_X^w) | X] = sigma_X^2 ||Gamma^{1/2} Phi||_F^2``
@@ -39,7 +43,7 @@ def lsw_expected_excess_risk(data: FirstVisitData, features, weights, eps: float
     features = features_matrix(features, data.n_states)
     weights = state_weights("weights", weights, data.n_states)
     sigma = dp_lsw_noise_scale(data, features, weights, eps, delta)
-    return sigma**2 * float((weights[:, None] * features**2).sum())
+    return sigma**2 * _weighted_frobenius2(features, weights)
 
 
 def lsl_expected_excess_risk(data: FirstVisitData, features, rho, lam: float, eps: float,
@@ -83,7 +87,7 @@ def lsw_excess_risk_bound(features, weights, visit_probabilities, m, eps: float,
     whose second term lacks the factor ``e^2 beta^2 / 4`` of Theorem 26 (``1/|X_s| = 0``
     gives ``e^beta >= 1``, so no separate ``S_+`` term for ``|X_s| = 0`` is needed).
 
-    with ``S_0 = {s : p_s = 0}``, ``C = alpha F_max ||(Gamma^{1/2} Phi)^+||_2
+    Here ``S_0 = {s : p_s = 0}``, ``C = alpha F_max ||(Gamma^{1/2} Phi)^+||_2
     ||Gamma^{1/2} Phi||_F`` and ``alpha, beta`` of Lemma 1 for ``d`` features. ``m`` may be
     an array of sizes; returns an array of its shape. Raises ``ValueError`` where the
     theorem's hypothesis on ``beta`` fails.
@@ -99,7 +103,7 @@ def lsw_excess_risk_bound(features, weights, visit_probabilities, m, eps: float,
     sizes = _sizes(m)
     scale = _lsw_scale(features, weights, require_positive("return_bound", return_bound),
                        eps, delta)
-    frobenius2 = float((weights[:, None] * features**2).sum())
+    frobenius2 = _weighted_frobenius2(features, weights)
     _, beta = smoothing_constants(eps, delta, d)
     limit = {"theorem11": 0.5, "theorem26": 2.0, "corrected": np.inf}[form]
     if beta > limit:
