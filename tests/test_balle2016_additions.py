@@ -49,4 +49,32 @@ def test_refuses_bad_inputs():
     with pytest.raises(ValueError):
         lsl_noise_scale_at(np.array([1, 2, 3]), 5, Phi, rho, 0.01, 1.0, 0.1, 0.1)
     with pytest.raises(ValueError):
-        lsw_noise_scale_at(np.array([[1, 2, 3]]), Phi, rho, 1.0, 0.1, 0.1)
+        lsw_noise_scale_at(np.array([[1, 2, 3, 4]]), Phi, rho, 1.0, 0.1, 0.1)
+
+
+def test_batches_of_signatures_match_one_at_a_time():
+    rng = np.random.default_rng(3)
+    Phi, rho = tabular_features(4), np.full(4, 0.25)
+    v = rng.integers(0, 5000, (3, 7, 4))
+    batch = lsl_noise_scale_at(v, 5000, Phi, rho, 50.0, 1.0, 0.1, 0.1)
+    assert batch.shape == (3, 7)
+    assert batch[2, 5] == lsl_noise_scale_at(v[2, 5], 5000, Phi, rho, 50.0, 1.0, 0.1, 0.1)
+    batch = lsw_noise_scale_at(v, Phi, rho, 1.0, 0.1, 0.1)
+    assert batch[1, 3] == lsw_noise_scale_at(v[1, 3], Phi, rho, 1.0, 0.1, 0.1)
+
+
+@pytest.mark.parametrize("variant", ["min", "max"])
+def test_blocked_smooth_bounds_equal_the_plain_maximum_over_k(variant):
+    """psi = max_k e^{-k beta} phi_k over every k (no blocks, no early stop), across block
+    boundaries (k up to 3000 > the 1024-wide blocks)."""
+    rng = np.random.default_rng(4)
+    w, m, beta = rng.uniform(0.1, 1, 3), 3000, 2e-3
+    for v in [*rng.integers(0, m + 1, (6, 3)), np.array([m, m, 0]), np.array([0, 0, 0])]:
+        k = np.arange(v.max() + 1)
+        plain = np.max(np.exp(-k * beta) * np.array([b.lsw_local_bound(v, w, j) for j in k]))
+        assert b.lsw_smooth_bound(v, w, beta) == pytest.approx(plain, rel=1e-14)
+        k = np.arange(m + 1)
+        phi = [b.lsl_local_bound(v, m, w / w.max(), 0.3, j, variant) for j in k]
+        plain = np.max(np.exp(-k * beta) * np.array(phi))
+        assert b.lsl_smooth_bound(v, m, w / w.max(), 0.3, beta, variant) == pytest.approx(
+            plain, rel=1e-14)

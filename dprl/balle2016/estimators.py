@@ -2,9 +2,11 @@
 ``J_X`` (Eq. 3), ``J_X^w`` (Eq. 6), ``J_X^lambda`` (Eq. 10) and the closed-form minimisers
 LSW (Eq. 8) and LSL (Eq. 11).
 
-All take :class:`~dprl.balle2016.statistics.FirstVisitData` with batch ``(*datasets, m)`` and
-return ``(*datasets, ...)``. Products are broadcast elementwise and summed along the last
-axis (no BLAS products over data sets), so every data set's result is batch-invariant.
+The objective ``J_X`` needs per-trajectory returns (:class:`~dprl.balle2016.statistics.
+FirstVisitData`, batch ``(*datasets, m)``); everything else also takes the sufficient statistics
+(:class:`~dprl.balle2016.statistics.FirstVisitSummary`). Results have shape
+``(*datasets, ...)``. Products are broadcast elementwise and summed along the last axis (no
+BLAS products over data sets), so every data set's result is batch-invariant.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import numpy as np
 
 from dprl.balle2016.inputs import (features_matrix, regression_weights, ridge, state_weights,
                                    weighted_design)
-from dprl.balle2016.statistics import (FirstVisitData, require_first_visit_data,
-                                       visit_weights)
+from dprl.balle2016.statistics import (FirstVisitData, Statistics, require_first_visit_data,
+                                       require_summary, visit_weights)
 from dprl.validation import require_array
 
 
-def _theta(theta, data: FirstVisitData, d: int) -> np.ndarray:
+def _theta(theta, data: Statistics, d: int) -> np.ndarray:
     """A parameter per data set, ``(*datasets, d)``."""
     return require_array("theta", theta, shape=(*data.datasets_shape, d))
 
@@ -47,9 +49,9 @@ def objective(data: FirstVisitData, features, rho, theta) -> np.ndarray:
     return (rho * residuals**2).sum(axis=-1).sum(axis=-1) / data.n_trajectories
 
 
-def weighted_objective(data: FirstVisitData, features, weights, theta) -> np.ndarray:
+def weighted_objective(data: Statistics, features, weights, theta) -> np.ndarray:
     """``J_X^w(theta) = sum_s w_s (F_{X,s} - phi_s^T theta)^2`` (Eq. 6), ``(*datasets,)``."""
-    data = require_first_visit_data(data)
+    data = require_summary(data)
     features = features_matrix(features, data.n_states)
     weights = state_weights("weights", weights, data.n_states)
     prediction = _predictions(features, _theta(theta, data, features.shape[1]))
@@ -63,10 +65,10 @@ def ridge_objective(data: FirstVisitData, features, rho, lam: float, theta) -> n
     return value + penalty * (np.asarray(theta, dtype=float) ** 2).sum(axis=-1)
 
 
-def lsw(data: FirstVisitData, features, weights) -> np.ndarray:
+def lsw(data: Statistics, features, weights) -> np.ndarray:
     """LSW, ``theta_X^w = (Phi^T Gamma Phi)^{-1} Phi^T Gamma F_X`` with ``Gamma = diag(w)``
     (Eq. 8), ``(*datasets, d)``; ``Phi^T Gamma Phi`` must be invertible."""
-    data = require_first_visit_data(data)
+    data = require_summary(data)
     features = features_matrix(features, data.n_states)
     weights = state_weights("weights", weights, data.n_states)
     weighted_design(features, weights)
@@ -74,11 +76,11 @@ def lsw(data: FirstVisitData, features, weights) -> np.ndarray:
     return np.linalg.solve(gram, moments[..., None])[..., 0]
 
 
-def lsl(data: FirstVisitData, features, rho, lam: float) -> np.ndarray:
+def lsl(data: Statistics, features, rho, lam: float) -> np.ndarray:
     """LSL, ``theta_X^lambda = (Phi^T Gamma_X Phi + lambda/(2m) I)^{-1} Phi^T Gamma_X F_X``
     (Eq. 11), ``Gamma_X = diag(rho_s |X_s| / m)``; ``(*datasets, d)``. Any ``lambda > 0``
     (DP-LSL needs more, see :func:`~dprl.balle2016.mechanisms.ridge_threshold`)."""
-    data = require_first_visit_data(data)
+    data = require_summary(data)
     features = features_matrix(features, data.n_states)
     gram, moments = _normal_equations(features, visit_weights(data, rho), data.mean_returns)
     shift = ridge(lam) / (2 * data.n_trajectories) * np.eye(features.shape[1])

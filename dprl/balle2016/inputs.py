@@ -46,14 +46,15 @@ def ridge(lam: float) -> float:
     return require_positive("lam", lam)
 
 
-def signatures(counts, n_states: int, m: int | None = None) -> np.ndarray:
+def signatures(counts, n_states: int | None, m: int | None = None) -> np.ndarray:
     """Signatures ``<X>(s) = |X_s|`` (Balle et al. 2016, Sec. 4.1), integers of shape
-    ``(..., N)`` in ``[0, m]`` (``[0, inf)`` when ``m`` is None)."""
+    ``(..., N)`` (any ``N`` when ``n_states`` is None) in ``[0, m]`` (``[0, inf)`` when ``m``
+    is None)."""
     raw = np.asarray(counts)
     if not np.issubdtype(raw.dtype, np.integer):
         raise ValueError(f"counts must hold integers, got dtype {raw.dtype}")
-    if raw.ndim == 0 or raw.shape[-1] != n_states or raw.size == 0:
-        raise ValueError(f"counts must have shape (..., {n_states}), got {raw.shape}")
+    if raw.ndim == 0 or raw.size == 0 or n_states not in (None, raw.shape[-1]):
+        raise ValueError(f"counts must have shape (..., {n_states or 'N'}), got {raw.shape}")
     high = np.inf if m is None else require_int("m", m)
     if raw.min() < 0 or raw.max() > high:
         raise ValueError(f"counts must lie in [0, {high}] (no state is visited by more "

@@ -20,7 +20,7 @@ from dprl.balle2016.inputs import (features_matrix, regression_weights, ridge, s
 from dprl.balle2016.smooth_sensitivity import (lsl_local_bound, lsl_smooth_bound,
                                                lsw_local_bound, lsw_smooth_bound,
                                                smoothing_constants)
-from dprl.balle2016.statistics import FirstVisitData, require_first_visit_data
+from dprl.balle2016.statistics import FirstVisitSummary, Statistics, require_summary
 from dprl.validation import require_array, require_int, require_positive
 
 
@@ -69,12 +69,12 @@ def _lsl_scale(features, rho, lam: float, return_bound: float, eps: float,
         * np.linalg.norm(features, 2) / margin
 
 
-def _data(data: FirstVisitData, features) -> tuple[FirstVisitData, np.ndarray]:
-    data = require_first_visit_data(data)
+def _data(data: Statistics, features) -> tuple[FirstVisitSummary, np.ndarray]:
+    data = require_summary(data)
     return data, features_matrix(features, data.n_states)
 
 
-def dp_lsw_noise_scale(data: FirstVisitData, features, weights, eps: float,
+def dp_lsw_noise_scale(data: Statistics, features, weights, eps: float,
                        delta: float) -> np.ndarray:
     """``sigma_X = alpha F_max ||(Gamma^{1/2} Phi)^+||_2 sqrt(psi_X^w)`` of DP-LSW
     (Algorithm 1; ``psi_X^w`` of Eq. 9 with ``beta`` of Lemma 1), ``(*datasets,)``."""
@@ -84,7 +84,7 @@ def dp_lsw_noise_scale(data: FirstVisitData, features, weights, eps: float,
     return scale * np.sqrt(lsw_smooth_bound(data.counts, weights, beta))
 
 
-def dp_lsl_noise_scale(data: FirstVisitData, features, rho, lam: float, eps: float,
+def dp_lsl_noise_scale(data: Statistics, features, rho, lam: float, eps: float,
                        delta: float, lemma9_variant: str = "min") -> np.ndarray:
     """``sigma_X = 2 alpha F_max ||Phi||_2 sqrt(psi_X^lambda) / (lambda - ||Phi||_2^2
     ||rho||_inf)`` of DP-LSL (Algorithm 2; ``psi_X^lambda`` of Eq. 12), ``(*datasets,)``.
@@ -148,7 +148,7 @@ def gaussian_perturbation(theta, sigma, rng: Generators) -> np.ndarray:
     return theta + sigma[..., None] * _standard_normal(rng, theta.shape)
 
 
-def dp_lsw(data: FirstVisitData, features, weights, eps: float, delta: float,
+def dp_lsw(data: Statistics, features, weights, eps: float, delta: float,
            rng: Generators) -> np.ndarray:
     """DP-LSW (Algorithm 1): LSW (Eq. 8) plus ``N(0, sigma_X^2 I)``, ``(*datasets, d)``;
     ``(eps, delta)``-DP for replace-one neighbours (Theorem 6)."""
@@ -156,7 +156,7 @@ def dp_lsw(data: FirstVisitData, features, weights, eps: float, delta: float,
     return gaussian_perturbation(lsw(data, features, weights), sigma, rng)
 
 
-def dp_lsl(data: FirstVisitData, features, rho, lam: float, eps: float, delta: float,
+def dp_lsl(data: Statistics, features, rho, lam: float, eps: float, delta: float,
            rng: Generators, lemma9_variant: str = "min") -> np.ndarray:
     """DP-LSL (Algorithm 2): LSL (Eq. 11) plus ``N(0, sigma_X^2 I)``, ``(*datasets, d)``;
     ``(eps, delta)``-DP for replace-one neighbours (Theorem 10) with the default variant."""

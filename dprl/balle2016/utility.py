@@ -15,7 +15,7 @@ import numpy as np
 from dprl.balle2016.inputs import features_matrix, regression_weights, state_weights
 from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_noise_scale)
 from dprl.balle2016.smooth_sensitivity import smoothing_constants
-from dprl.balle2016.statistics import FirstVisitData, require_first_visit_data
+from dprl.balle2016.statistics import Statistics, require_summary
 from dprl.validation import require_array, require_positive
 
 BOUND_FORMS = ("theorem11", "theorem26", "corrected")
@@ -34,24 +34,24 @@ def _weighted_frobenius2(features: np.ndarray, weights: np.ndarray) -> float:
     return float((weights[:, None] * features**2).sum())
 
 
-def lsw_expected_excess_risk(data: FirstVisitData, features, weights, eps: float,
+def lsw_expected_excess_risk(data: Statistics, features, weights, eps: float,
                              delta: float) -> np.ndarray:
     """``E_eta[J_X^w(theta_hat_X^w) - J_X^w(theta_X^w) | X] = sigma_X^2 ||Gamma^{1/2} Phi||_F^2``
     (Balle et al. 2016, Lemma 22, Eq. 45): with ``theta_hat = theta + eta`` and
     ``grad J^w(theta) = 0`` the excess is exactly ``eta^T Phi^T Gamma Phi eta``; ``(*datasets,)``."""
-    data = require_first_visit_data(data)
+    data = require_summary(data)
     features = features_matrix(features, data.n_states)
     weights = state_weights("weights", weights, data.n_states)
     sigma = dp_lsw_noise_scale(data, features, weights, eps, delta)
     return sigma**2 * _weighted_frobenius2(features, weights)
 
 
-def lsl_expected_excess_risk(data: FirstVisitData, features, rho, lam: float, eps: float,
+def lsl_expected_excess_risk(data: Statistics, features, rho, lam: float, eps: float,
                              delta: float) -> np.ndarray:
     """``E_eta[J_X^lambda(theta_hat) - J_X^lambda(theta) | X] = (lambda d / (2m) + (1/m)
     sum_s rho_s ||phi_s||^2 |X_s|) sigma_X^2`` (Balle et al. 2016, Lemma 29, Eq. 56): the
     trace of the Hessian/2 of ``J_X^lambda`` times ``sigma_X^2``; ``(*datasets,)``."""
-    data = require_first_visit_data(data)
+    data = require_summary(data)
     features = features_matrix(features, data.n_states)
     rho = regression_weights(rho, data.n_states)
     sigma = dp_lsl_noise_scale(data, features, rho, lam, eps, delta)
