@@ -101,3 +101,23 @@ def test_corollary13_rate():
     for lam, m in [(0.0, 10), (1.0, 0), (-1.0, 5)]:
         with pytest.raises(ValueError):
             u.corollary13_rate(lam, m)
+
+
+def test_excess_risk_of_a_release_is_the_objective_gap():
+    """J^w(theta_hat) - J^w(theta^w) and J^lambda(theta_hat) - J^lambda(theta^lambda), by the
+    quadratic form, equal the differences of the objectives evaluated directly."""
+    from dprl.features import aggregation_features
+
+    mdp = ChainMDP(n_states=8, horizon=30)
+    data = b.first_visit_data(mdp.sample((3, 40), np.random.default_rng(7)), mdp.gamma, 8, 1.0)
+    rho, Phi, lam = mdp.start_probabilities, aggregation_features(8, 2), 0.7
+    theta_hat = np.random.default_rng(8).normal(size=(3, 4))
+    gap = (b.weighted_objective(data, Phi, rho, theta_hat)
+           - b.weighted_objective(data, Phi, rho, b.lsw(data, Phi, rho)))
+    assert np.allclose(u.lsw_excess_risk(data, Phi, rho, theta_hat), gap, rtol=1e-10)
+    gap = (b.ridge_objective(data, Phi, rho, lam, theta_hat)
+           - b.ridge_objective(data, Phi, rho, lam, b.lsl(data, Phi, rho, lam)))
+    assert np.allclose(u.lsl_excess_risk(data.summary, Phi, rho, lam, theta_hat), gap,
+                       rtol=1e-10)
+    with pytest.raises(ValueError, match="theta_hat"):
+        u.lsw_excess_risk(data, Phi, rho, theta_hat[:, :3])

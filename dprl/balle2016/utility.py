@@ -1,6 +1,6 @@
-"""Utility of DP-LSW and DP-LSL (Balle et al. 2016, Sec. 5 and Appendices D-E): the expected
-excess empirical risk ``E_eta[J_X(theta_hat_X) - J_X(theta_X) | X]`` in closed form
-(Lemmas 22 and 29), the upper bound of Theorem 11 (Corollary 27 in the appendix) with its
+"""Utility of DP-LSW and DP-LSL (Balle et al. 2016, Sec. 5 and Appendices D-E): the excess
+empirical risk of a release, its expectation ``E_eta[J_X(theta_hat_X) - J_X(theta_X) | X]``
+in closed form (Lemmas 22 and 29), the upper bound of Theorem 11 (Corollary 27 in the appendix) with its
 sharper form Theorem 26, and the rate of Corollary 13.
 
 ``C = alpha R_max ||(Gamma^{1/2} Phi)^+|| ||Gamma^{1/2} Phi||_F / (1 - gamma)`` uses the spectral
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dprl.balle2016.inputs import features_matrix, regression_weights, state_weights
+from dprl.balle2016.estimators import lsl, lsw
+from dprl.balle2016.inputs import features_matrix, regression_weights, ridge, state_weights
 from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_noise_scale)
 from dprl.balle2016.smooth_sensitivity import smoothing_constants
-from dprl.balle2016.statistics import Statistics, require_summary
+from dprl.balle2016.statistics import Statistics, require_summary, visit_weights
 from dprl.validation import require_array, require_positive
 
 BOUND_FORMS = ("theorem11", "theorem26", "corrected")
@@ -32,6 +33,37 @@ def _sizes(m) -> np.ndarray:
 def _weighted_frobenius2(features: np.ndarray, weights: np.ndarray) -> float:
     """``||Gamma^{1/2} Phi||_F^2 = sum_s w_s ||phi_s||^2``."""
     return float((weights[:, None] * features**2).sum())
+
+
+def _quadratic(features: np.ndarray, weights: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """``step^T Phi^T diag(weights) Phi step``, ``(*datasets,)``, summed elementwise."""
+    projected = (features * step[..., None, :]).sum(axis=-1)
+    return (weights * projected**2).sum(axis=-1)
+
+
+def lsw_excess_risk(data: Statistics, features, weights, theta_hat) -> np.ndarray:
+    """``J_X^w(theta_hat) - J_X^w(theta_X^w)`` (Eq. 6 at a release against its minimiser, the
+    excess empirical risk of Sec. 5): exactly ``Delta^T Phi^T Gamma Phi Delta`` with
+    ``Delta = theta_hat - theta_X^w``, as ``J_X^w`` is quadratic; ``(*datasets,)``."""
+    data = require_summary(data)
+    features = features_matrix(features, data.n_states)
+    weights = state_weights("weights", weights, data.n_states)
+    theta_hat = require_array("theta_hat", theta_hat,
+                              shape=(*data.datasets_shape, features.shape[1]))
+    return _quadratic(features, weights, theta_hat - lsw(data, features, weights))
+
+
+def lsl_excess_risk(data: Statistics, features, rho, lam: float, theta_hat) -> np.ndarray:
+    """``J_X^lambda(theta_hat) - J_X^lambda(theta_X^lambda)`` (Eq. 10 against its minimiser,
+    Sec. 5): ``Delta^T (Phi^T Gamma_X Phi + lambda/(2m) I) Delta`` with
+    ``Delta = theta_hat - theta_X^lambda``; ``(*datasets,)``."""
+    data = require_summary(data)
+    features = features_matrix(features, data.n_states)
+    theta_hat = require_array("theta_hat", theta_hat,
+                              shape=(*data.datasets_shape, features.shape[1]))
+    step = theta_hat - lsl(data, features, rho, lam)
+    ridge_term = ridge(lam) / (2 * data.n_trajectories) * (step**2).sum(axis=-1)
+    return _quadratic(features, visit_weights(data, rho), step) + ridge_term
 
 
 def lsw_expected_excess_risk(data: Statistics, features, weights, eps: float,

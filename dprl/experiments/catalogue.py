@@ -1,3 +1,4 @@
 """Imports every module that registers experiments of the book."""
 
 import dprl.experiments.primer  # noqa: F401
+import dprl.experiments.balle2016  # noqa: F401
