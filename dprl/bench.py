@@ -15,6 +15,7 @@ import gymnasium
 import numpy as np
 
 from dprl.balle2016 import dp_lsw, first_visit_data
+from dprl.balle2016.chain_sampler import sample_first_visit_summaries
 from dprl.envs import CHAIN_ID, ChainMDP
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
@@ -102,6 +103,23 @@ def _dp_lsw_per_run_loop(m: int) -> list[np.ndarray]:
     return released
 
 
+_CHUNK = 20_000
+
+
+def _statistics_exact(m: int) -> object:
+    return sample_first_visit_summaries(ChainMDP(), [m], np.random.default_rng(0))[0]
+
+
+def _statistics_simulated(m: int) -> object:
+    """Simulate the trajectories (in chunks, to bound memory) and sum their statistics."""
+    mdp, rng, total = ChainMDP(), np.random.default_rng(0), None
+    for start in range(0, m, _CHUNK):
+        trajectories = mdp.sample(min(_CHUNK, m - start), rng)
+        part = first_visit_data(trajectories, mdp.gamma, mdp.n_states, r_max=1.0).summary
+        total = part if total is None else total + part
+    return total
+
+
 BENCHMARKS = {b.name: b for b in [
     Benchmark("chain-sampler", "40-state chain trajectories: ChainMDP.sample (numpy, all at once) "
               "vs stepping the Gymnasium env", "trajectories", _chain_vectorised,
@@ -110,6 +128,10 @@ BENCHMARKS = {b.name: b for b in [
               "0.1): dprl.balle2016 (vectorised over runs and states) vs a per-run Python loop",
               "trajectories per run", _dp_lsw_vectorised, _dp_lsw_per_run_loop,
               size=10_000, quick_size=100, repeats=1),
+    Benchmark("chain-statistics", "first-visit statistics of m chain trajectories (Balle et al. "
+              "2016, Sec. 6): the exact sampler (cost independent of m) vs simulating the "
+              "trajectories", "trajectories", _statistics_exact, _statistics_simulated,
+              size=1_000_000, quick_size=20_000, repeats=1),
 ]}
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+from scipy.signal import lfilter
 
 from dprl.envs import ChainMDP, Trajectories
 from dprl.validation import (require_array, require_int, require_nonnegative,
@@ -61,18 +62,21 @@ def first_visit_returns(trajectories: Trajectories, gamma: float,
     trajectories, gamma = _trajectories(trajectories, n_states), _gamma(gamma)
     H, batch = trajectories.horizon, trajectories.batch_shape
     steps = int(trajectories.lengths.max())  # rewards and returns are 0 from here on
-    # time-major copies: each step below reads one contiguous row
-    states = np.ascontiguousarray(trajectories.states.reshape(-1, H + 1)[:, :steps].T)
-    rewards = np.ascontiguousarray(trajectories.rewards.reshape(-1, H)[:, :steps].T)
-    live = np.ascontiguousarray(trajectories.transition_mask.reshape(-1, H)[:, :steps].T)
-    first = np.full((states.shape[1], n_states), H)  # H marks "never visited"
-    returns = np.zeros((steps + 1, states.shape[1]))  # returns-to-go, 0 from the end on
-    for t in reversed(range(steps)):
-        returns[t] = rewards[t] + gamma * returns[t + 1]
-        rows = np.flatnonzero(live[t])
-        first[rows, states[t, rows]] = t
-    F = np.take_along_axis(returns.T, np.minimum(first, steps), axis=1)
-    return F.reshape(*batch, n_states), (first < H).reshape(*batch, n_states)
+    states = trajectories.states.reshape(-1, H + 1)[:, :steps]
+    rewards = trajectories.rewards.reshape(-1, H)[:, :steps]
+    n = states.shape[0]
+    # returns-to-go G_t = r_t + gamma G_{t+1}: a first-order filter run backwards in time
+    # (the same operations, in the same order, as the loop over t), then a 0 column for G_L
+    returns = np.zeros((n, steps + 1))
+    returns[:, :steps] = lfilter([1.0], [1.0, -gamma], rewards[:, ::-1], axis=-1)[:, ::-1]
+    # first visit: the smallest t < L with s_t = s, per (trajectory, state); steps = never
+    live = np.arange(steps) < trajectories.lengths.reshape(-1, 1)
+    keys = np.where(live, np.arange(n)[:, None] * n_states + states, n * n_states)
+    first = np.full(n * n_states + 1, steps)
+    np.minimum.at(first, keys.ravel(), np.broadcast_to(np.arange(steps), keys.shape).ravel())
+    first = first[:-1].reshape(n, n_states)
+    F = np.take_along_axis(returns, first, axis=1)
+    return F.reshape(*batch, n_states), (first < steps).reshape(*batch, n_states)
 
 
 def monte_carlo_values(trajectories: Trajectories, gamma: float,

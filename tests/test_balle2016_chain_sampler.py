@@ -91,3 +91,15 @@ def test_refuses_bad_inputs():
         sample_first_visit_summaries(mdp, [10], 0)
     with pytest.raises(ValueError, match="ChainMDP"):
         sample_first_visit_summaries("chain", [10], rng)
+
+
+def test_huge_counts_never_land_in_impossible_categories():
+    """numpy's multinomial hands rounding leftovers to the last category; the sampler cuts
+    trailing impossible categories so that those leftovers stay possible."""
+    from dprl.balle2016.chain_sampler import _split
+
+    rng = np.random.default_rng(0)
+    probabilities = np.array([0.1, 0.7, 0.1, 0.1, 0.0, 0.0])
+    draws = _split(rng, np.full(2000, 10**15), probabilities)
+    assert draws.shape == (2000, 6) and np.all(draws[:, 4:] == 0)
+    assert np.all(draws.sum(axis=1) == 10**15)

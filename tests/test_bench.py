@@ -18,6 +18,11 @@ def test_benchmarks_do_equivalent_work():
     dp_lsw = BENCHMARKS["dp-lsw"]
     vectorised, looped = dp_lsw.candidate(60), np.array(dp_lsw.reference(60))
     np.testing.assert_allclose(vectorised, looped, rtol=1e-12)
+    statistics = BENCHMARKS["chain-statistics"]
+    exact, simulated = statistics.candidate(30_000), statistics.reference(30_000)
+    assert exact.n_trajectories == simulated.n_trajectories == 30_000
+    p = exact.counts / 30_000
+    assert np.all(np.abs(exact.counts - simulated.counts) < 6 * np.sqrt(30_000 * p * (1 - p)) + 1)
 
 
 def test_unknown_benchmark_is_rejected():

@@ -76,9 +76,17 @@ class _Laws:
 
 
 def _split(rng: np.random.Generator, counts: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
-    """``Multinomial(counts[i], probabilities)`` for each ``i``, ``(len(counts), K)``."""
+    """``Multinomial(counts[i], probabilities)`` for each ``i``, ``(len(counts), K)``.
+
+    Trailing zero-probability categories are cut before the draw: numpy gives the last
+    category whatever the rounding of the running probabilities leaves (with counts near
+    ``1e15`` that can be a trajectory), and it must be a possible one."""
     probabilities = np.clip(probabilities, 0.0, None)
-    return rng.multinomial(counts, probabilities / probabilities.sum())
+    support = int(np.flatnonzero(probabilities)[-1]) + 1
+    draws = np.zeros((len(counts), probabilities.size), dtype=np.int64)
+    kept = probabilities[:support]
+    draws[:, :support] = rng.multinomial(counts, kept / kept.sum())
+    return draws
 
 
 class _Chain:
