@@ -98,8 +98,12 @@ def test_huge_counts_never_land_in_impossible_categories():
     trailing impossible categories so that those leftovers stay possible."""
     from dprl.balle2016.chain_sampler import _split
 
-    rng = np.random.default_rng(0)
-    probabilities = np.array([0.1, 0.7, 0.1, 0.1, 0.0, 0.0])
-    draws = _split(rng, np.full(2000, 10**15), probabilities)
-    assert draws.shape == (2000, 6) and np.all(draws[:, 4:] == 0)
+    probabilities = np.random.default_rng(0).random(7)
+    probabilities[5:] = 0
+    probabilities /= probabilities.sum()
+    counts = np.full(200, 10**15)
+    raw = np.random.default_rng(0).multinomial(counts, probabilities)
+    assert raw[:, 5:].sum() > 0  # the numpy behaviour this guards against
+    draws = _split(np.random.default_rng(0), counts, probabilities)
+    assert draws.shape == (200, 7) and np.all(draws[:, 5:] == 0)
     assert np.all(draws.sum(axis=1) == 10**15)
