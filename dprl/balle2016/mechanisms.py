@@ -17,9 +17,9 @@ import numpy as np
 from dprl.balle2016.estimators import lsl, lsw
 from dprl.balle2016.inputs import (features_matrix, regression_weights, ridge, state_weights,
                                    weighted_design)
-from dprl.balle2016.smooth_sensitivity import (lsl_local_bound, lsl_smooth_bound,
+from dprl.balle2016.smooth_sensitivity import (Constants, lsl_local_bound, lsl_smooth_bound,
                                                lsw_local_bound, lsw_smooth_bound,
-                                               smoothing_constants)
+                                               mechanism_constants)
 from dprl.balle2016.statistics import FirstVisitSummary, Statistics, require_summary
 from dprl.validation import require_array, require_int, require_positive
 
@@ -50,21 +50,22 @@ def ridge_constant(features, rho, lam: float) -> float:
     return float(norm * np.max(rho) / np.sqrt(2 * lam))
 
 
-def _lsw_scale(features, weights, return_bound: float, eps: float, delta: float) -> float:
+def _lsw_scale(features, weights, return_bound: float, eps: float, delta: float,
+               constants: Constants | None = None) -> float:
     """``alpha F_max ||(Gamma^{1/2} Phi)^+||_2`` (Algorithm 1; Eq. 14)."""
     features = require_array("features", features, ndim=2)
     design = weighted_design(features, state_weights("weights", weights, features.shape[0]))
-    alpha, _ = smoothing_constants(eps, delta, features.shape[1])
+    alpha, _ = mechanism_constants(eps, delta, features.shape[1], constants)
     pinv_norm = 1 / np.linalg.svd(design, compute_uv=False)[-1]
     return alpha * require_positive("return_bound", return_bound) * pinv_norm
 
 
 def _lsl_scale(features, rho, lam: float, return_bound: float, eps: float,
-               delta: float) -> float:
+               delta: float, constants: Constants | None = None) -> float:
     """``2 alpha F_max ||Phi||_2 / (lambda - ||Phi||_2^2 ||rho||_inf)`` (Algorithm 2; Cor. 8)."""
     margin = _ridge_margin(features, rho, lam)
     features = np.asarray(features, dtype=float)
-    alpha, _ = smoothing_constants(eps, delta, features.shape[1])
+    alpha, _ = mechanism_constants(eps, delta, features.shape[1], constants)
     return 2 * alpha * require_positive("return_bound", return_bound) \
         * np.linalg.norm(features, 2) / margin
 
@@ -74,24 +75,27 @@ def _data(data: Statistics, features) -> tuple[FirstVisitSummary, np.ndarray]:
     return data, features_matrix(features, data.n_states)
 
 
-def dp_lsw_noise_scale(data: Statistics, features, weights, eps: float,
-                       delta: float) -> np.ndarray:
+def dp_lsw_noise_scale(data: Statistics, features, weights, eps: float, delta: float,
+                       constants: Constants | None = None) -> np.ndarray:
     """``sigma_X = alpha F_max ||(Gamma^{1/2} Phi)^+||_2 sqrt(psi_X^w)`` of DP-LSW
-    (Algorithm 1; ``psi_X^w`` of Eq. 9 with ``beta`` of Lemma 1), ``(*datasets,)``."""
+    (Algorithm 1; ``psi_X^w`` of Eq. 9 with ``alpha, beta`` of Lemma 1, or ``constants``,
+    see :func:`~dprl.balle2016.smooth_sensitivity.mechanism_constants`), ``(*datasets,)``."""
     data, features = _data(data, features)
-    scale = _lsw_scale(features, weights, data.return_bound, eps, delta)
-    _, beta = smoothing_constants(eps, delta, features.shape[1])
+    scale = _lsw_scale(features, weights, data.return_bound, eps, delta, constants)
+    _, beta = mechanism_constants(eps, delta, features.shape[1], constants)
     return scale * np.sqrt(lsw_smooth_bound(data.counts, weights, beta))
 
 
 def dp_lsl_noise_scale(data: Statistics, features, rho, lam: float, eps: float,
-                       delta: float, lemma9_variant: str = "min") -> np.ndarray:
+                       delta: float, lemma9_variant: str = "min",
+                       constants: Constants | None = None) -> np.ndarray:
     """``sigma_X = 2 alpha F_max ||Phi||_2 sqrt(psi_X^lambda) / (lambda - ||Phi||_2^2
-    ||rho||_inf)`` of DP-LSL (Algorithm 2; ``psi_X^lambda`` of Eq. 12), ``(*datasets,)``.
-    ``lemma9_variant="max"`` (Lemma 9 as printed) is for comparison only: not beta-smooth."""
+    ||rho||_inf)`` of DP-LSL (Algorithm 2; ``psi_X^lambda`` of Eq. 12), ``(*datasets,)``;
+    ``constants`` as in :func:`dp_lsw_noise_scale`. ``lemma9_variant="max"`` (Lemma 9 as
+    printed) is for comparison only: not beta-smooth."""
     data, features = _data(data, features)
-    scale = _lsl_scale(features, rho, lam, data.return_bound, eps, delta)
-    _, beta = smoothing_constants(eps, delta, features.shape[1])
+    scale = _lsl_scale(features, rho, lam, data.return_bound, eps, delta, constants)
+    _, beta = mechanism_constants(eps, delta, features.shape[1], constants)
     psi = lsl_smooth_bound(data.counts, data.n_trajectories, rho,
                            ridge_constant(features, rho, lam), beta, lemma9_variant)
     return scale * np.sqrt(psi)

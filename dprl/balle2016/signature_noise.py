@@ -13,6 +13,7 @@ import numpy as np
 
 from dprl.balle2016.inputs import signatures
 from dprl.balle2016.mechanisms import dp_lsl_noise_scale, dp_lsw_noise_scale
+from dprl.balle2016.smooth_sensitivity import Constants
 from dprl.balle2016.statistics import FirstVisitSummary
 
 
@@ -24,19 +25,20 @@ def _summary(counts, m: int | None, return_bound: float) -> FirstVisitSummary:
 
 
 def lsw_noise_scale_at(counts, features, weights, return_bound: float, eps: float,
-                       delta: float) -> np.ndarray | float:
+                       delta: float, constants: Constants | None = None) -> np.ndarray | float:
     """``sigma = alpha F_max ||(Gamma^{1/2} Phi)^+||_2 sqrt(psi^w(v))`` of DP-LSW (Algorithm 1,
     Eq. 9) at signatures ``v = counts`` ``(..., N)``; a float for one signature."""
     sigma = dp_lsw_noise_scale(_summary(counts, None, return_bound), features, weights, eps,
-                               delta)
+                               delta, constants)
     return sigma if sigma.ndim else float(sigma)
 
 
 def lsl_noise_scale_at(counts, m: int, features, rho, lam: float, return_bound: float,
-                       eps: float, delta: float) -> np.ndarray | float:
+                       eps: float, delta: float,
+                       constants: Constants | None = None) -> np.ndarray | float:
     """``sigma = 2 alpha F_max ||Phi||_2 sqrt(psi^lambda(v)) / (lambda - ||Phi||_2^2
     ||rho||_inf)`` of DP-LSL (Algorithm 2, Eq. 12, the ``min{v_s + k, m}`` form) at signatures
     ``v = counts`` ``(..., N)`` of data sets of ``m`` trajectories; a float for one signature."""
     sigma = dp_lsl_noise_scale(_summary(counts, m, return_bound), features, rho, lam, eps,
-                               delta)
+                               delta, constants=constants)
     return sigma if sigma.ndim else float(sigma)

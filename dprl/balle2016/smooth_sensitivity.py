@@ -28,6 +28,23 @@ def smoothing_constants(eps: float, delta: float, d: int) -> tuple[float, float]
     return float(5 * np.sqrt(2 * log_term) / eps), float(eps / (4 * (d + log_term)))
 
 
+Constants = tuple[float, float]
+
+
+def mechanism_constants(eps: float, delta: float, d: int,
+                        constants: Constants | None = None) -> Constants:
+    """``(alpha, beta)``: Lemma 1's (:func:`smoothing_constants`) when ``constants`` is None,
+    else ``constants`` checked to be two positive numbers. Other constants keep the release
+    ``(eps, delta)``-DP only if they make the smoothed Gaussian mechanism so (Lemma 14's,
+    :func:`~dprl.balle2016.elementary.lemma14_constants`, or an ``alpha`` from
+    :func:`~dprl.balle2016.calibration.smooth_gaussian_alpha`)."""
+    if constants is None:
+        return smoothing_constants(eps, delta, d)
+    if not isinstance(constants, tuple) or len(constants) != 2:
+        raise ValueError(f"constants must be a pair (alpha, beta), got {constants!r}")
+    return (require_positive("alpha", constants[0]), require_positive("beta", constants[1]))
+
+
 def _variant(lemma9_variant: str) -> str:
     if lemma9_variant not in LEMMA9_VARIANTS:
         raise ValueError(f"lemma9_variant must be one of {LEMMA9_VARIANTS}, "
