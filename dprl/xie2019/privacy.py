@@ -1,0 +1,149 @@
+"""Privacy of GPOPE (Xie, Thomas & Miklau 2019, Sec. 5 and App. B).
+
+Each of the ``N`` iterations picks one of the ``m`` trajectories uniformly (sampling one
+record without replacement), clips its primal-dual gradient to L2 norm ``h`` and adds
+``h N(0, sigma^2 I)``. Two accountings of this mechanism:
+
+- **The paper's** (Lemma 1, Theorem 4 = Abadi et al. 2016, Thm. 2): the per-iteration log
+  moment ``alpha(lambda) <= lambda (lambda + 1) / (2 m^2) min{4 (e^{1/sigma^2} - 1),
+  2 e^{1/sigma^2}}``, composed over ``N`` iterations, and
+  ``delta = min_lambda exp(N alpha(lambda) - lambda eps)``. It keeps only the ``j = 2`` term
+  of Wang, Balle & Kasiviswanathan (2019, Thm. 9) ("since m >> 1"), and takes the gradients
+  of neighbouring data sets to differ by ``h`` (the proof sets ``B(x_m) = e_1`` against 0).
+- **The full bound** (:func:`gpope_epsilon`): every term of WBK Thm. 9, composed (Mironov
+  2017) and converted to ``(eps, delta)`` (Balle et al. 2020). WBK Thm. 9 is stated for the
+  replace-one relation, under which two clipped gradients differ by up to ``2h``:
+  ``sensitivity=2`` (the default) is the consistent pairing, ``sensitivity=1`` the paper's.
+  The noise multiplier of the accountant is ``sigma / sensitivity``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dprl.accounting import (rdp_to_delta, rdp_to_dp, sampled_without_replacement_gaussian_rdp,
+                             self_compose_rdp, smallest_sufficient_scale)
+from dprl.validation import (require_delta, require_epsilon, require_int, require_positive)
+
+#: Integer Renyi orders for GPOPE: every order 2..256 (the optimum for eps = 0.1, delta = 1e-5
+#: lies near 100, between the coarse default grid's 63 and 128), then coarser to 1024.
+GPOPE_ORDERS = np.concatenate([np.arange(2, 257), np.arange(320, 1025, 64)]).astype(float)
+
+#: The parameters of Table 1 (App. A), in its order.
+RELATION_PARAMETERS = ("eps", "delta", "N", "sigma", "m")
+
+
+def _lemma1_constant(m: int, sigma: float) -> float:
+    """``min{4 (e^{1/sigma^2} - 1), 2 e^{1/sigma^2}} / (2 m^2)``."""
+    m, sigma = require_int("m", m), require_positive("sigma", sigma)
+    inverse = 1 / sigma**2
+    return min(4 * math.expm1(inverse), 2 * math.exp(inverse)) / (2 * m**2)
+
+
+def lemma1_log_moment(lam, m: int, sigma: float) -> np.ndarray:
+    """Lemma 1 of Xie et al. (2019): the bound ``lambda (lambda + 1) / (2 m^2)
+    min{4 (e^{1/sigma^2} - 1), 2 e^{1/sigma^2}}`` on one iteration's log moment
+    ``alpha(lambda)``, at integers ``lambda >= 1`` (the orders ``lambda + 1`` of WBK Thm. 9)."""
+    lam = np.asarray(lam)
+    if not np.issubdtype(lam.dtype, np.integer) or np.any(lam < 1):
+        raise ValueError(f"lam must be integers >= 1, got {lam!r}")
+    return lam * (lam + 1) * _lemma1_constant(m, sigma)
+
+
+def lemma1_delta(eps: float, n_iterations: int, m: int, sigma: float) -> float:
+    """``min_{lambda >= 1} exp(N alpha(lambda) - lambda eps)`` with Lemma 1's ``alpha``:
+    the paper's Theorem 4 tail bound for ``N`` iterations (Abadi et al. 2016, Thm. 2). The
+    exponent is a convex quadratic in ``lambda``; its integer minimiser is next to
+    ``(eps - a) / (2 a)``, ``a = N K``."""
+    eps, n = require_epsilon(eps), require_int("n_iterations", n_iterations)
+    a = n * _lemma1_constant(m, sigma)
+    centre = max((eps - a) / (2 * a), 1.0)
+    candidates = np.array([math.floor(centre), math.ceil(centre)], dtype=float)
+    candidates = np.maximum(candidates, 1.0)
+    exponents = a * candidates * (candidates + 1) - candidates * eps
+    return float(min(math.exp(exponents.min()), 1.0))
+
+
+def lemma1_sigma(eps: float, delta: float, n_iterations: int, m: int,
+                 rtol: float = 1e-9) -> float:
+    """The smallest ``sigma`` with :func:`lemma1_delta` ``<= delta``: the noise the paper's
+    own analysis (Lemma 1 and Theorem 4) asks for."""
+    delta = require_delta(delta)
+    return smallest_sufficient_scale(lambda s: lemma1_delta(eps, n_iterations, m, s), delta,
+                                     rtol=rtol)
+
+
+def theorem1_constant(sigma: float, eps: float, delta: float, n_iterations: int,
+                      m: int) -> float:
+    """``c_2 = sigma m eps / sqrt(N log(1/delta))``: the constant of Theorem 1
+    (``sigma >= c_2 sqrt(N log(1/delta)) / (m eps)``) that a given ``sigma`` implies."""
+    sigma, eps, delta = (require_positive("sigma", sigma), require_epsilon(eps),
+                         require_delta(delta))
+    n, m = require_int("n_iterations", n_iterations), require_int("m", m)
+    return sigma * m * eps / math.sqrt(n * math.log(1 / delta))
+
+
+def _gpope_rdp(sigma: float, n_iterations: int, m: int, sensitivity: float) -> np.ndarray:
+    multiplier = require_positive("sigma", sigma) / require_positive("sensitivity", sensitivity)
+    per_step = sampled_without_replacement_gaussian_rdp(GPOPE_ORDERS, multiplier, 1, m)
+    return self_compose_rdp(per_step, require_int("n_iterations", n_iterations))
+
+
+def gpope_epsilon(sigma: float, delta: float, n_iterations: int, m: int,
+                  sensitivity: float = 2.0, method: str = "improved") -> float:
+    """``eps`` at ``delta`` of ``N`` GPOPE iterations on ``m`` trajectories with noise
+    ``h N(0, sigma^2 I)``: WBK (2019) Thm. 9 with all terms (replace-one, one record sampled
+    without replacement, noise multiplier ``sigma / sensitivity``), composed and converted by
+    :func:`~dprl.accounting.rdp_to_dp` (``method``)."""
+    return rdp_to_dp(GPOPE_ORDERS, _gpope_rdp(sigma, n_iterations, m, sensitivity), delta,
+                     method)[0]
+
+
+def gpope_delta(sigma: float, eps: float, n_iterations: int, m: int,
+                sensitivity: float = 2.0, method: str = "improved") -> float:
+    """``delta`` at ``eps`` of the same accounting as :func:`gpope_epsilon`."""
+    return rdp_to_delta(GPOPE_ORDERS, _gpope_rdp(sigma, n_iterations, m, sensitivity), eps,
+                        method)[0]
+
+
+def gpope_sigma(eps: float, delta: float, n_iterations: int, m: int,
+                sensitivity: float = 2.0, method: str = "improved",
+                rtol: float = 1e-9) -> float:
+    """The smallest ``sigma`` with :func:`gpope_epsilon` ``<= eps``: the noise GPOPE
+    (Algorithm 1) adds for ``(eps, delta)``-DP, calibrated by the full accountant."""
+    eps = require_epsilon(eps)
+    return smallest_sufficient_scale(
+        lambda s: gpope_epsilon(s, delta, n_iterations, m, sensitivity, method), eps,
+        rtol=rtol)
+
+
+def _log_delta(point: dict[str, float], sensitivity: float) -> float:
+    n, m = int(round(point["N"])), int(round(point["m"]))
+    return math.log(gpope_delta(point["sigma"], point["eps"], n, m, sensitivity))
+
+
+def relation_signs(eps: float, delta: float, n_iterations: int, m: int,
+                   sensitivity: float = 2.0, step: float = 0.01) -> np.ndarray:
+    """Table 1 (App. A) computed: ``signs[i, j]`` is the sign of the change the parameter
+    ``j`` must make to keep the guarantee exact when parameter ``i`` increases and only ``j``
+    adjusts (+1 positively related, -1 negatively, 0 on the diagonal), for the parameters
+    :data:`RELATION_PARAMETERS`, at the point where ``sigma = gpope_sigma(eps, delta, N, m)``.
+
+    On the boundary ``F = log delta_acc(eps, N, sigma, m) - log delta = 0``, implicit
+    differentiation gives ``dj/di = -F_i / F_j``; the partial derivatives are central
+    differences at relative ``step`` (``N`` and ``m`` rounded to integers)."""
+    sigma = gpope_sigma(eps, delta, n_iterations, m, sensitivity, rtol=1e-12)
+    point = {"eps": eps, "N": float(n_iterations), "sigma": sigma, "m": float(m)}
+    partial = {"delta": -1.0}  # d F / d log delta
+    for name, value in point.items():
+        up, down = dict(point), dict(point)
+        up[name], down[name] = value * (1 + step), value * (1 - step)
+        partial[name] = (_log_delta(up, sensitivity) - _log_delta(down, sensitivity)) / (
+            math.log(up[name] / down[name]) if name in ("eps", "sigma") else
+            math.log(round(up[name]) / round(down[name])))
+    grads = np.array([partial[name] for name in RELATION_PARAMETERS])
+    signs = -np.sign(grads)[:, None] * np.sign(grads)[None, :]
+    np.fill_diagonal(signs, 0)
+    return signs.astype(int)
