@@ -16,10 +16,11 @@ import numpy as np
 
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
-from dprl.envs import CHAIN_ID, ChainMDP
+from dprl.envs import CHAIN_ID, ChainMDP, stack_trajectories
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.validation import require_int
+from dprl.xie2019 import primal_dual_descent
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,60 @@ def _statistics_simulated(m: int) -> object:
     return total
 
 
+#: GPOPE workload: 100 trials, each with its own data set of m chain trajectories (tabular).
+_GPOPE_TRIALS, _GPOPE_M, _GPOPE_SIGMA, _GPOPE_CLIP, _GPOPE_STEP = 100, 100, 1.0, 1.0, 0.1
+
+
+def _gpope_data(n_iterations: int):
+    """The same data sets for both GPOPE timings (they do not depend on the size)."""
+    if "gpope" not in _GPOPE_CACHE:
+        mdp = ChainMDP()
+        _GPOPE_CACHE["gpope"] = mdp, stack_trajectories(
+            [mdp.sample(_GPOPE_M, g) for g in trial_generators(0, _GPOPE_TRIALS)])
+    return _GPOPE_CACHE["gpope"]
+
+
+_GPOPE_CACHE: dict[str, tuple] = {}
+
+
+def _gpope_vectorised(n_iterations: int) -> tuple[np.ndarray, np.ndarray]:
+    mdp, data = _gpope_data(n_iterations)
+    return primal_dual_descent(data, tabular_features(mdp.n_states), mdp.gamma, _GPOPE_STEP,
+                               n_iterations, trial_generators(1, _GPOPE_TRIALS),
+                               clip=_GPOPE_CLIP, noise_scale=_GPOPE_SIGMA)
+
+
+def _gpope_per_trial_loop(n_iterations: int) -> list[np.ndarray]:
+    """Algorithm 1 as written, one trial at a time: A_i, b_i, C_i from the sampled
+    trajectory's transitions (Eq. 2.2), B_i from the block matrix (Eq. 4.1), clip, noise,
+    step; the same random draws as the vectorised run."""
+    mdp, data = _gpope_data(n_iterations)
+    Phi, n, gamma = tabular_features(mdp.n_states), mdp.n_states, mdp.gamma
+    released = []
+    for k, rng in enumerate(trial_generators(1, _GPOPE_TRIALS)):
+        xi = np.zeros(2 * n)
+        for start in range(0, n_iterations, 512):
+            size = min(512, n_iterations - start)
+            picks, noise = rng.integers(_GPOPE_M, size=size), rng.standard_normal((size, 2 * n))
+            for j in range(size):
+                i = picks[j]
+                length, done = int(data.lengths[k, i]), bool(data.terminated[k, i])
+                A, b, C = np.zeros((n, n)), np.zeros(n), np.zeros((n, n))
+                for t in range(length):
+                    phi = Phi[data.states[k, i, t]]
+                    last = t == length - 1 and done
+                    phi_next = np.zeros(n) if last else Phi[data.states[k, i, t + 1]]
+                    A += np.outer(phi, phi - gamma * phi_next) / length
+                    b += data.rewards[k, i, t] * phi / length
+                    C += np.outer(phi, phi) / length
+                grad = np.block([[np.zeros((n, n)), -A.T], [A, C]]) @ xi \
+                    - np.concatenate([np.zeros(n), b])
+                grad = grad / max(1.0, np.linalg.norm(grad) / _GPOPE_CLIP)
+                xi = xi - _GPOPE_STEP * (grad + _GPOPE_CLIP * _GPOPE_SIGMA * noise[j])
+        released.append(xi)
+    return released
+
+
 BENCHMARKS = {b.name: b for b in [
     Benchmark("chain-sampler", "40-state chain trajectories: ChainMDP.sample (numpy, all at once) "
               "vs stepping the Gymnasium env", "trajectories", _chain_vectorised,
@@ -134,6 +189,11 @@ BENCHMARKS = {b.name: b for b in [
               "2016, Sec. 6): the exact sampler (cost independent of m) vs simulating the "
               "trajectories", "trajectories", _statistics_exact, _statistics_simulated,
               size=1_000_000, quick_size=20_000, repeats=1),
+    Benchmark("gpope", f"GPOPE (Xie et al. 2019, Algorithm 1) on {_GPOPE_TRIALS} trials of "
+              f"{_GPOPE_M} chain trajectories (tabular): dprl.xie2019 (all trials at once, "
+              "B_i from the transitions) vs Algorithm 1 as written, trial by trial",
+              "iterations", _gpope_vectorised, _gpope_per_trial_loop, size=200, quick_size=5,
+              repeats=1, setup=_gpope_data),
 ]}
 
 

@@ -18,6 +18,9 @@ def test_benchmarks_do_equivalent_work():
     dp_lsw = BENCHMARKS["dp-lsw"]
     vectorised, looped = dp_lsw.candidate(60), np.array(dp_lsw.reference(60))
     np.testing.assert_allclose(vectorised, looped, rtol=1e-12)
+    gpope = BENCHMARKS["gpope"]
+    vectorised = np.concatenate(gpope.candidate(12), axis=1)
+    np.testing.assert_allclose(vectorised, np.array(gpope.reference(12)), rtol=1e-10, atol=1e-13)
     statistics = BENCHMARKS["chain-statistics"]
     exact, simulated = statistics.candidate(30_000), statistics.reference(30_000)
     assert exact.n_trajectories == simulated.n_trajectories == 30_000

@@ -1,23 +1,28 @@
 """Xie, Thomas & Miklau (2019), *Privacy Preserving Off-Policy Evaluation*: GPOPE
 (gradient-perturbed GTD2) and its privacy analysis.
 
+- :mod:`~dprl.xie2019.gpope`: the primal-dual gradient (Eq. 4.1) from the per-trajectory
+  estimates (Eq. 2.2), GTD2 (Eq. 2.3) and GPOPE (Algorithm 1), vectorised over data sets.
 - :mod:`~dprl.xie2019.privacy`: Lemma 1 and Theorem 1 as printed, the full subsampling bound
   of Wang, Balle & Kasiviswanathan (2019, Thm. 9) for the same mechanism, the noise
   calibration GPOPE uses, and the parameter relations of Table 1 (App. A).
 """
 
+from dprl.xie2019.gpope import gpope, primal_dual_descent
 from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
                                   lemma1_delta, lemma1_log_moment, lemma1_sigma,
                                   relation_signs, theorem1_constant)
 
 __all__ = [
     "RELATION_PARAMETERS",
+    "gpope",
     "gpope_delta",
     "gpope_epsilon",
     "gpope_sigma",
     "lemma1_delta",
     "lemma1_log_moment",
     "lemma1_sigma",
+    "primal_dual_descent",
     "relation_signs",
     "theorem1_constant",
 ]

@@ -1,0 +1,163 @@
+"""GPOPE (Xie, Thomas & Miklau 2019, Algorithm 1) and the per-trajectory GTD2 it perturbs
+(Eq. 2.3), vectorised over independent data sets (trials).
+
+Data are :class:`~dprl.envs.Trajectories` of batch shape ``(*datasets, m)`` whose states index
+the rows of a feature table ``Phi`` ``(S, n)`` (a discrete MDP's features, or the features of
+every visited continuous state), and optional importance ratios ``rho_t = pi / pi_b``
+``(*datasets, m, H)`` (1 on-policy). Trajectory ``i`` with ``tau_i`` transitions gives
+(Eq. 2.2, normalised by the number of transitions)
+
+    A_i = (1/tau_i) sum_t rho_t phi_t (phi_t - gamma phi_{t+1})^T,
+    b_i = (1/tau_i) sum_t rho_t r_t phi_t,    C_i = (1/tau_i) sum_t phi_t phi_t^T,
+
+with ``phi_{t+1} = 0`` after a terminating transition (a truncated last state is bootstrapped),
+and the primal-dual gradient ``B_i(theta, w) = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1).
+Each iteration samples one trajectory per data set, computes ``B_i`` from its transitions
+(never forming ``A_i``), clips, perturbs and steps. Every data set draws its trajectory indices
+and noise from its own generator, in chunks of iterations, so a trial's result does not depend
+on the trials computed with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dprl.envs import Trajectories
+from dprl.validation import require_array, require_int, require_nonnegative, require_positive
+from dprl.xie2019.privacy import gpope_sigma
+
+_CHUNK = 512  # iterations whose random draws are made at once, per data set
+
+
+class _Episodes:
+    """The transitions of every trajectory as rows of an extended feature table (row ``S`` is
+    the zero vector: padding and the successor of a terminating transition)."""
+
+    def __init__(self, trajectories: Trajectories, features, ratios) -> None:
+        if not isinstance(trajectories, Trajectories):
+            raise ValueError(f"trajectories must be Trajectories, got {type(trajectories).__name__}")
+        table = require_array("features", features, ndim=2)
+        n_rows = table.shape[0]
+        if trajectories.states.max() >= n_rows:
+            raise ValueError(f"states must index the {n_rows} rows of features, got state "
+                             f"{trajectories.states.max()}")
+        steps = int(trajectories.lengths.max())
+        mask = trajectories.transition_mask[..., :steps]
+        last = np.arange(steps) == trajectories.lengths[..., None] - 1
+        terminal = last & trajectories.terminated[..., None]
+        self.table = np.vstack([table, np.zeros(table.shape[1])])
+        self.sources = np.where(mask, trajectories.states[..., :steps], n_rows)
+        self.nexts = np.where(mask & ~terminal, trajectories.states[..., 1:steps + 1], n_rows)
+        self.rewards = trajectories.rewards[..., :steps]
+        self.inverse_lengths = np.where(mask, 1.0 / trajectories.lengths[..., None], 0.0)
+        shape = trajectories.rewards.shape
+        rho = np.ones(shape) if ratios is None else require_array("ratios", ratios, shape=shape)
+        if rho.min() < 0:
+            raise ValueError(f"ratios must be >= 0 (pi / pi_b), got min {rho.min()}")
+        self.ratios = rho[..., :steps]
+        self.datasets = trajectories.batch_shape[:-1]
+        self.m = trajectories.batch_shape[-1]
+        for name in ("sources", "nexts", "rewards", "inverse_lengths", "ratios"):
+            value = getattr(self, name)
+            setattr(self, name, value.reshape(-1, self.m, steps))
+
+    @property
+    def n_features(self) -> int:
+        return self.table.shape[1]
+
+    def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray,
+                 gamma: float) -> np.ndarray:
+        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``k``,
+        ``(D, 2n)``; sums along the time axis, elementwise products only."""
+        rows = np.arange(picked.size)
+        phi = self.table[self.sources[rows, picked]]  # (D, steps, n)
+        diff = phi - gamma * self.table[self.nexts[rows, picked]]
+        per_step = self.inverse_lengths[rows, picked]
+        weight = per_step * self.ratios[rows, picked]
+        phi_w = (phi * w[:, None, :]).sum(axis=-1)
+        a_theta = ((weight * (diff * theta[:, None, :]).sum(axis=-1))[..., None] * phi).sum(1)
+        a_t_w = ((weight * phi_w)[..., None] * diff).sum(axis=1)
+        c_w = ((per_step * phi_w)[..., None] * phi).sum(axis=1)
+        b = ((weight * self.rewards[rows, picked])[..., None] * phi).sum(axis=1)
+        return np.concatenate([-a_t_w, a_theta + c_w - b], axis=-1)
+
+
+def _steps(step_size, n_iterations: int) -> np.ndarray:
+    """A constant step (scalar) or a schedule ``beta_1 .. beta_N``, all > 0."""
+    steps = require_array("step_size", step_size)
+    if steps.ndim == 0:
+        steps = np.full(n_iterations, float(steps))
+    if steps.shape != (n_iterations,) or steps.min() <= 0:
+        raise ValueError(f"step_size must be > 0, a scalar or {n_iterations} values, "
+                         f"got shape {steps.shape}")
+    return steps
+
+
+def _initial(name: str, value, datasets: int, n: int) -> np.ndarray:
+    if value is None:
+        return np.zeros((datasets, n))
+    return np.broadcast_to(require_array(name, value), (datasets, n)).copy()
+
+
+def _generators(rngs, datasets: int) -> list[np.random.Generator]:
+    rngs = list(rngs) if isinstance(rngs, Sequence) else []
+    if len(rngs) != datasets or not all(isinstance(g, np.random.Generator) for g in rngs):
+        raise ValueError(f"rngs must be a sequence of {datasets} numpy Generators, one per "
+                         "data set")
+    return rngs
+
+
+def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step_size,
+                        n_iterations: int, rngs: Sequence[np.random.Generator], *,
+                        clip: float | None = None, noise_scale: float = 0.0, ratios=None,
+                        theta0=None, w0=None) -> tuple[np.ndarray, np.ndarray]:
+    """``N`` iterations of ``(theta, w) -= beta_i (clip_h(B_i) + h zeta)``, one uniformly
+    sampled trajectory per iteration and data set: GTD2 (Eq. 2.3, ``clip=None``,
+    ``noise_scale=0``) or GPOPE's loop (Algorithm 1, lines 2-7; ``zeta ~ N(0, sigma^2 I)``,
+    ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``."""
+    episodes = _Episodes(trajectories, features, ratios)
+    gamma = require_nonnegative("gamma", gamma)
+    n_iterations = require_int("n_iterations", n_iterations)
+    betas = _steps(step_size, n_iterations)
+    h = None if clip is None else require_positive("clip", clip)
+    sigma = require_nonnegative("noise_scale", noise_scale)
+    if sigma > 0 and h is None:
+        raise ValueError("noise needs a clipping bound h (the noise is h N(0, sigma^2 I))")
+    n, datasets = episodes.n_features, episodes.sources.shape[0]
+    rngs = _generators(rngs, datasets)
+    xi = np.concatenate([_initial("theta0", theta0, datasets, n),
+                         _initial("w0", w0, datasets, n)], axis=1)
+    for start in range(0, n_iterations, _CHUNK):
+        size = min(_CHUNK, n_iterations - start)
+        picks = np.stack([g.integers(episodes.m, size=size) for g in rngs], axis=1)
+        noise = (np.stack([g.standard_normal((size, 2 * n)) for g in rngs], axis=1)
+                 if sigma > 0 else None)
+        for j in range(size):
+            grad = episodes.gradient(picks[j], xi[:, :n], xi[:, n:], gamma)
+            if h is not None:
+                norms = np.sqrt((grad**2).sum(axis=-1))
+                grad = grad / np.maximum(1.0, norms / h)[:, None]
+            if noise is not None:
+                grad = grad + h * sigma * noise[j]
+            xi = xi - betas[start + j] * grad
+    shape = (*episodes.datasets, n)
+    return xi[:, :n].reshape(shape), xi[:, n:].reshape(shape)
+
+
+def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
+          clip: float, eps: float, delta: float, rngs: Sequence[np.random.Generator], *,
+          ratios=None, theta0=None, w0=None,
+          sensitivity: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """GPOPE (Xie et al. 2019, Algorithm 1): ``(eps, delta)``-DP for data sets of ``m``
+    trajectories differing in one (replace-one), with ``sigma`` calibrated by
+    :func:`~dprl.xie2019.privacy.gpope_sigma` from ``(eps, delta, N, m)`` (the full WBK
+    bound, clipped gradients of neighbours differing by ``sensitivity * h``). Returns the
+    released ``(theta, w)``, each ``(*datasets, n)``."""
+    m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else 0
+    sigma = gpope_sigma(eps, delta, require_int("n_iterations", n_iterations),
+                        require_int("m", m), sensitivity)
+    return primal_dual_descent(trajectories, features, gamma, step_size, n_iterations, rngs,
+                               clip=clip, noise_scale=sigma, ratios=ratios, theta0=theta0,
+                               w0=w0)

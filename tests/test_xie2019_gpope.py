@@ -1,0 +1,121 @@
+"""GPOPE and per-trajectory GTD2 (Xie et al. 2019, Algorithm 1 and Eq. 2.3)."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dprl.envs import ChainMDP, Trajectories, stack_trajectories
+from dprl.features import aggregation_features, tabular_features
+from dprl.policy_evaluation import td_statistics
+from dprl.seeding import trial_generators
+from dprl.xie2019 import gpope_sigma
+from dprl.xie2019.gpope import _Episodes, gpope, primal_dual_descent
+
+MDP = ChainMDP(n_states=6, horizon=30, gamma=0.9)
+PHI = aggregation_features(6, 2)
+
+
+def _data(n_trials=4, m=50, root=3):
+    return stack_trajectories([MDP.sample(m, g) for g in trial_generators(root, n_trials)])
+
+
+def _single(trajectories: Trajectories, i: int) -> Trajectories:
+    return Trajectories(trajectories.states[:, i:i + 1], trajectories.rewards[:, i:i + 1],
+                        trajectories.lengths[:, i:i + 1], trajectories.terminated[:, i:i + 1],
+                        trajectories.reward_range)
+
+
+def test_gradient_is_eq_4_1_with_the_per_trajectory_estimates_of_eq_2_2():
+    data, rng = _data(), np.random.default_rng(1)
+    theta, w = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    episodes = _Episodes(data, PHI, None)
+    for i in (0, 7, 49):
+        A, b, C = td_statistics(_single(data, i), PHI, MDP.gamma, normalisation="trajectories")
+        expected = np.concatenate([-np.einsum("kij,ki->kj", A, w),
+                                   np.einsum("kij,kj->ki", A, theta)
+                                   + np.einsum("kij,kj->ki", C, w) - b], axis=1)
+        got = episodes.gradient(np.full(4, i), theta, w, MDP.gamma)
+        assert np.allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_importance_ratios_weight_a_and_b_but_not_c():
+    data = _data(n_trials=1, m=3)
+    ratios = np.where(data.transition_mask, 2.5, 0.0)
+    theta, w = np.ones((1, 3)), np.full((1, 3), 0.5)
+    A, b, C = td_statistics(_single(data, 1), PHI, MDP.gamma, normalisation="trajectories")
+    expected = np.concatenate([-2.5 * np.einsum("kij,ki->kj", A, w),
+                               2.5 * np.einsum("kij,kj->ki", A, theta)
+                               + np.einsum("kij,kj->ki", C, w) - 2.5 * b], axis=1)
+    got = _Episodes(data, PHI, ratios).gradient(np.array([1]), theta, w, MDP.gamma)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_mean_gradient_vanishes_at_the_data_fixed_point():
+    """sum_i B_i(theta_X, 0) / m = [0; A_X theta_X - b_X] = 0: the fixed point of GTD2."""
+    data = _data()
+    A, b, _ = td_statistics(data, PHI, MDP.gamma, normalisation="trajectories")
+    theta_x = np.linalg.solve(A, b[..., None])[..., 0]
+    episodes = _Episodes(data, PHI, None)
+    mean = sum(episodes.gradient(np.full(4, i), theta_x, np.zeros((4, 3)), MDP.gamma)
+               for i in range(50)) / 50
+    assert np.abs(mean).max() < 1e-12
+
+
+def test_gtd2_converges_to_the_fixed_point():
+    data = _data()
+    A, b, _ = td_statistics(data, PHI, MDP.gamma, normalisation="trajectories")
+    theta_x = np.linalg.solve(A, b[..., None])[..., 0]
+    betas = 1.0 / (1 + np.arange(20_000) / 100)
+    theta, w = primal_dual_descent(data, PHI, MDP.gamma, betas, 20_000, trial_generators(3, 4))
+    assert np.abs(theta - theta_x).max() < 0.02 and np.abs(w).max() < 0.02
+
+
+def test_clipping_bounds_every_step():
+    data, h, beta = _data(), 1e-3, 0.3
+    theta0 = np.random.default_rng(2).normal(size=(4, 3)) * 10
+    theta, w = primal_dual_descent(data, PHI, MDP.gamma, beta, 1, trial_generators(0, 4),
+                                   clip=h, theta0=theta0)
+    step = np.sqrt(((theta - theta0) ** 2).sum(-1) + (w**2).sum(-1))
+    assert np.allclose(step, beta * h, rtol=1e-12)  # these gradients are all longer than h
+
+
+def test_noise_has_the_scale_h_sigma():
+    data, h, sigma, beta = _data(n_trials=40, m=5), 1e3, 0.7, 0.01
+    kwargs = dict(clip=h, theta0=np.ones(3))
+    quiet = primal_dual_descent(data, PHI, MDP.gamma, beta, 1, trial_generators(9, 40), **kwargs)
+    noisy = primal_dual_descent(data, PHI, MDP.gamma, beta, 1, trial_generators(9, 40),
+                                noise_scale=sigma, **kwargs)
+    z = np.concatenate([noisy[0] - quiet[0], noisy[1] - quiet[1]], axis=1) / (beta * h * sigma)
+    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
+    assert abs(z.std() - 1) < 0.15
+
+
+def test_gpope_uses_the_accountants_sigma_and_is_batch_invariant():
+    data = _data(n_trials=3, m=200)
+    sigma = gpope_sigma(1.0, 1e-5, 300, 200)
+    released = gpope(data, PHI, MDP.gamma, 0.1, 300, 1.0, 1.0, 1e-5, trial_generators(5, 3))
+    direct = primal_dual_descent(data, PHI, MDP.gamma, 0.1, 300, trial_generators(5, 3),
+                                 clip=1.0, noise_scale=sigma)
+    assert np.array_equal(released[0], direct[0]) and np.array_equal(released[1], direct[1])
+    alone = gpope(stack_trajectories([_single_trial(data, 1)]), PHI, MDP.gamma, 0.1, 300, 1.0,
+                  1.0, 1e-5, trial_generators(5, [1]))
+    assert np.array_equal(alone[0][0], released[0][1])
+
+
+def _single_trial(data: Trajectories, k: int) -> Trajectories:
+    return Trajectories(data.states[k], data.rewards[k], data.lengths[k], data.terminated[k],
+                        data.reward_range)
+
+
+def test_refuses_bad_inputs():
+    data, rngs = _data(), trial_generators(0, 4)
+    with pytest.raises(ValueError, match="ratios"):
+        primal_dual_descent(data, PHI, 0.9, 0.1, 5, rngs, ratios=-np.ones(data.rewards.shape))
+    with pytest.raises(ValueError, match="step_size"):
+        primal_dual_descent(data, PHI, 0.9, np.ones(3), 5, rngs)
+    with pytest.raises(ValueError, match="clipping"):
+        primal_dual_descent(data, PHI, 0.9, 0.1, 5, rngs, noise_scale=1.0)
+    with pytest.raises(ValueError, match="rngs"):
+        primal_dual_descent(data, PHI, 0.9, 0.1, 5, rngs[:2])
+    with pytest.raises(ValueError, match="rows of features"):
+        primal_dual_descent(data, tabular_features(3), 0.9, 0.1, 5, rngs)
