@@ -12,6 +12,11 @@ trajectory (replace-one). Every first-visit return must lie in ``[0, F_max]`` fo
   beta-smooth bounds ``psi`` (Eqs. 9, 12; Lemmas 4, 5, 9).
 - :mod:`~dprl.balle2016.mechanisms`: noise scales and releases of Algorithms 1 and 2, and a
   global-sensitivity comparison.
+- :mod:`~dprl.balle2016.chain_sampler`: the exact law of the statistics of ``m`` chain
+  trajectories, drawn without simulating them (Sec. 6 at any batch size).
+- :mod:`~dprl.balle2016.utility`: excess empirical risk, its expectation and bounds (Sec. 5).
+- :mod:`~dprl.balle2016.calibration`: an exact calibration of Lemma 1's ``alpha`` (beyond the
+  paper).
 """
 
 from dprl.balle2016.estimators import (lsl, lsw, objective, ridge_objective,
@@ -22,11 +27,13 @@ from dprl.balle2016.mechanisms import (dp_lsl, dp_lsl_noise_scale, dp_lsw, dp_ls
 from dprl.balle2016.smooth_sensitivity import (LEMMA9_VARIANTS, lsl_local_bound,
                                                lsl_smooth_bound, lsw_local_bound,
                                                lsw_smooth_bound, smoothing_constants)
-from dprl.balle2016.statistics import FirstVisitData, first_visit_data, visit_weights
+from dprl.balle2016.statistics import (FirstVisitData, FirstVisitSummary, first_visit_data,
+                                       stack_summaries, visit_weights)
 
 __all__ = [
     "LEMMA9_VARIANTS",
     "FirstVisitData",
+    "FirstVisitSummary",
     "dp_lsl",
     "dp_lsl_noise_scale",
     "dp_lsw",
@@ -46,6 +53,7 @@ __all__ = [
     "ridge_objective",
     "ridge_threshold",
     "smoothing_constants",
+    "stack_summaries",
     "visit_weights",
     "weighted_objective",
 ]
