@@ -9,6 +9,7 @@ environment itself (no ``max_episode_steps``).
 import gymnasium
 
 from dprl.envs.chain import ChainEnv, ChainMDP
+from dprl.envs.off_policy_chain import OffPolicyChain
 from dprl.envs.trajectories import Trajectories, stack_trajectories
 
 CHAIN_ID = "dprl/Chain-v0"
@@ -16,4 +17,5 @@ CHAIN_ID = "dprl/Chain-v0"
 if CHAIN_ID not in gymnasium.registry:
     gymnasium.register(id=CHAIN_ID, entry_point="dprl.envs.chain:ChainEnv")
 
-__all__ = ["CHAIN_ID", "ChainEnv", "ChainMDP", "Trajectories", "stack_trajectories"]
+__all__ = ["CHAIN_ID", "ChainEnv", "ChainMDP", "OffPolicyChain", "Trajectories",
+           "stack_trajectories"]

@@ -190,10 +190,13 @@ class ChainMDP:
             inv_length_next = (P * weights).sum(axis=1)
         return K
 
-    def _step(self, states: np.ndarray, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _step(self, states: np.ndarray, uniforms: np.ndarray,
+              stay_prob: float | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One transition from each state given ``uniforms ~ U[0, 1)``: advance iff
-        ``u >= p`` and not absorbing. Returns ``(next_states, rewards)``."""
-        next_states = states + ((uniforms >= self.stay_prob) & (states != self.absorbing_state))
+        ``u >= p`` (``stay_prob``, default the chain's) and not absorbing. Returns
+        ``(next_states, rewards)``."""
+        stay = self.stay_prob if stay_prob is None else stay_prob
+        next_states = states + ((uniforms >= stay) & (states != self.absorbing_state))
         rewards = ((next_states == self.goal) & (states != self.goal)).astype(float)
         return next_states, rewards
 
@@ -203,19 +206,35 @@ class ChainMDP:
 
         ``n_trajectories`` is the batch shape: ``n`` or e.g. ``(n_trials, m)``.
         """
+        return self._simulate(n_trajectories, rng)[0]
+
+    def _simulate(self, n_trajectories: int | tuple[int, ...], rng: np.random.Generator,
+                  actions: tuple[float, float] | None = None
+                  ) -> tuple[Trajectories, np.ndarray | None]:
+        """Episodes, and with ``actions = (alternative_stay_prob, behaviour_prob)`` a second
+        action: each step first draws the action (the chain's own with probability
+        ``behaviour_prob``, else one that stays with ``alternative_stay_prob``), then the
+        transition; also returns the ratios ``1 / behaviour_prob`` or 0 of a target policy
+        that always takes the chain's own action (0 on padding)."""
         shape = _batch_shape(n_trajectories)
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         n, H = int(np.prod(shape)), self.horizon
         states = np.full((n, H + 1), -1, dtype=np.int64)
         rewards = np.zeros((n, H))
+        ratios = None if actions is None else np.zeros((n, H))
         lengths = np.full(n, H, dtype=np.int64)
         terminated = np.zeros(n, dtype=bool)
         current = rng.choice(self.n_states, size=n, p=self.start_probabilities)
         states[:, 0] = current
         live = np.arange(n)
         for t in range(H):
-            current, rewards[live, t] = self._step(current, rng.random(live.size))
+            stay = None
+            if actions is not None:
+                own = rng.random(live.size) < actions[1]
+                stay = np.where(own, self.stay_prob, actions[0])
+                ratios[live, t] = np.where(own, 1 / actions[1], 0.0)
+            current, rewards[live, t] = self._step(current, rng.random(live.size), stay)
             states[live, t + 1] = current
             done = current == self.absorbing_state
             lengths[live[done]] = t + 1
@@ -223,8 +242,10 @@ class ChainMDP:
             live, current = live[~done], current[~done]
             if live.size == 0:
                 break
-        return Trajectories(states.reshape(*shape, H + 1), rewards.reshape(*shape, H),
-                            lengths.reshape(shape), terminated.reshape(shape), self.reward_range)
+        trajectories = Trajectories(states.reshape(*shape, H + 1), rewards.reshape(*shape, H),
+                                    lengths.reshape(shape), terminated.reshape(shape),
+                                    self.reward_range)
+        return trajectories, None if ratios is None else ratios.reshape(*shape, H)
 
     def as_env(self) -> ChainEnv:
         """This chain as a Gymnasium environment."""
