@@ -108,20 +108,28 @@ def _transitions(trajectories: Trajectories, n_states: int):
 
 
 def _td_matrices(counts: np.ndarray, reward_sums: np.ndarray, features: np.ndarray,
-                 gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 gamma: float, visits: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(A, b, C)`` from transition weights ``counts[..., s, s']`` (``s' = N`` terminal) and
-    reward sums ``[..., s]``: ``C = Phi^T diag(n) Phi``, ``A = C - gamma Phi^T K Phi_ext``."""
+    reward sums ``[..., s]``: ``A = Phi^T diag(n) Phi - gamma Phi^T K Phi_ext`` with
+    ``n = sum_s' K``, ``C = Phi^T diag(visits) Phi`` (``visits`` defaults to ``n``; it differs
+    when ``K`` carries importance ratios, which ``C`` does not)."""
     extended = np.vstack([features, np.zeros(features.shape[1])])
     C = np.einsum("sd,...s,se->...de", features, counts.sum(axis=-1), features)
     A = C - gamma * np.einsum("sd,...st,te->...de", features, counts, extended)
     b = np.einsum("sd,...s->...d", features, reward_sums)
+    if visits is not None:
+        C = np.einsum("sd,...s,se->...de", features, visits, features)
     return A, b, C
 
 
 def td_statistics(trajectories: Trajectories, features, gamma: float,
-                  normalisation: str = "transitions") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  normalisation: str = "transitions",
+                  ratios=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sample ``(A, b, C)`` of each data set (Xie et al. 2019, Eq. 2.2; normalisations in the
-    module docstring), shapes ``(*datasets, d, d)``, ``(*datasets, d)``, ``(*datasets, d, d)``."""
+    module docstring), shapes ``(*datasets, d, d)``, ``(*datasets, d)``, ``(*datasets, d, d)``.
+    ``ratios`` ``(*batch, H)``: importance ratios ``rho_t = pi / pi_b`` weighting the terms of
+    ``A`` and ``b`` (off-policy); on-policy (None) they are 1."""
     features, gamma = _features(features), _gamma(gamma)
     per_trajectory = _normalisation(normalisation) == "trajectories"
     n = features.shape[0]
@@ -130,13 +138,23 @@ def td_statistics(trajectories: Trajectories, features, gamma: float,
     weights = np.where(sources < n, inverse_lengths if per_trajectory else 1.0, 0.0)
     n_datasets = sources.shape[0]
     rows = np.arange(n_datasets)[:, None] * (n + 1) + sources
-    counts = np.bincount((rows * (n + 1) + nexts).ravel(), weights.ravel(),
+    rho = 1.0
+    if ratios is not None:
+        rho = require_array("ratios", ratios, shape=trajectories.rewards.shape)
+        if rho.min() < 0:
+            raise ValueError(f"ratios must be >= 0 (pi / pi_b), got min {rho.min()}")
+        rho = rho.reshape(n_datasets, -1)
+    counts = np.bincount((rows * (n + 1) + nexts).ravel(), (weights * rho).ravel(),
                          minlength=n_datasets * (n + 1) ** 2).reshape(n_datasets, n + 1, n + 1)
-    reward_sums = np.bincount(rows.ravel(), (weights * rewards).ravel(),
+    reward_sums = np.bincount(rows.ravel(), (weights * rho * rewards).ravel(),
                               minlength=n_datasets * (n + 1)).reshape(n_datasets, n + 1)
+    visits = None if ratios is None else np.bincount(
+        rows.ravel(), weights.ravel(), minlength=n_datasets * (n + 1)).reshape(n_datasets, n + 1)
     total, datasets = weights.sum(axis=1), trajectories.batch_shape[:-1]
+    matrices = _td_matrices(counts[:, :n], reward_sums[:, :n], features, gamma,
+                            None if visits is None else visits[:, :n])
     return tuple((M / total.reshape(-1, *[1] * (M.ndim - 1))).reshape(*datasets, *M.shape[1:])
-                 for M in _td_matrices(counts[:, :n], reward_sums[:, :n], features, gamma))
+                 for M in matrices)
 
 
 def exact_td_statistics(mdp: ChainMDP, features, normalisation: str = "transitions"

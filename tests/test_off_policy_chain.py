@@ -57,3 +57,29 @@ def test_refuses_bad_inputs():
         OffPolicyChain("chain")
     with pytest.raises(ValueError):
         OFF.exact_statistics(tabular_features(5))
+
+
+def test_td_statistics_with_ratios():
+    """Off-policy td_statistics: 1-ratios change nothing; the per-trajectory version's fixed
+    point zeroes GPOPE's mean gradient; the per-transition version matches the exact one."""
+    from dprl.policy_evaluation import td_statistics
+    from dprl.xie2019.gpope import _Episodes
+
+    features = aggregation_features(8, 2)
+    trajectories, ratios = OFF.sample((2, 30), np.random.default_rng(3))
+    plain = td_statistics(trajectories, features, 0.9, "trajectories")
+    ones = td_statistics(trajectories, features, 0.9, "trajectories",
+                         ratios=np.where(trajectories.transition_mask, 1.0, 0.0))
+    assert all(np.allclose(x, y, rtol=1e-12) for x, y in zip(plain, ones, strict=True))
+    A, b, _ = td_statistics(trajectories, features, 0.9, "trajectories", ratios=ratios)
+    theta = np.linalg.solve(A, b[..., None])[..., 0]
+    episodes = _Episodes(trajectories, features, ratios)
+    mean = sum(episodes.gradient(np.full(2, i), theta, np.zeros((2, 4)), 0.9)
+               for i in range(30)) / 30
+    assert np.abs(mean).max() < 1e-12
+    big, big_ratios = OFF.sample(60_000, np.random.default_rng(4))
+    sampled = td_statistics(big, features, 0.9, "transitions", ratios=big_ratios)
+    for x, y in zip(sampled, OFF.exact_statistics(features), strict=True):
+        assert np.abs(x - y).max() < 0.01
+    with np.testing.assert_raises(ValueError):
+        td_statistics(trajectories, features, 0.9, ratios=-np.ones(ratios.shape))
