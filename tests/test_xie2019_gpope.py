@@ -119,3 +119,15 @@ def test_refuses_bad_inputs():
         primal_dual_descent(data, PHI, 0.9, 0.1, 5, rngs[:2])
     with pytest.raises(ValueError, match="rows of features"):
         primal_dual_descent(data, tabular_features(3), 0.9, 0.1, 5, rngs)
+
+
+def test_gradient_norms_match_the_gradients():
+    from dprl.xie2019 import gradient_norms
+
+    data = _data(n_trials=2, m=6)
+    theta, w = np.full((2, 3), 0.3), np.full((2, 3), -0.1)
+    norms = gradient_norms(data, PHI, MDP.gamma, theta, w)
+    episodes = _Episodes(data, PHI, None)
+    assert norms.shape == (2, 6)
+    assert np.allclose(norms[:, 4], np.linalg.norm(episodes.gradient(np.full(2, 4), theta, w,
+                                                                      MDP.gamma), axis=-1))

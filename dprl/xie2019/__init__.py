@@ -8,7 +8,7 @@
   calibration GPOPE uses, and the parameter relations of Table 1 (App. A).
 """
 
-from dprl.xie2019.gpope import gpope, primal_dual_descent
+from dprl.xie2019.gpope import gpope, gradient_norms, primal_dual_descent
 from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
                                   lemma1_delta, lemma1_log_moment, lemma1_sigma,
                                   relation_signs, theorem1_constant)
@@ -19,6 +19,7 @@ __all__ = [
     "gpope_delta",
     "gpope_epsilon",
     "gpope_sigma",
+    "gradient_norms",
     "lemma1_delta",
     "lemma1_log_moment",
     "lemma1_sigma",

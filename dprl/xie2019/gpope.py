@@ -146,6 +146,21 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     return xi[:, :n].reshape(shape), xi[:, n:].reshape(shape)
 
 
+def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
+                   ratios=None) -> np.ndarray:
+    """``||B_i(theta, w)||_2`` (Eq. 4.1) of every trajectory ``i`` of every data set at the
+    point ``(theta, w)`` (``(*datasets, n)`` each, or ``(n,)`` for all), ``(*datasets, m)``:
+    the fraction above ``h`` is the fraction of GPOPE's updates there that clipping changes
+    (Algorithm 1, line 5)."""
+    episodes = _Episodes(trajectories, features, ratios)
+    datasets, n = episodes.sources.shape[0], episodes.n_features
+    theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
+    gamma = require_nonnegative("gamma", gamma)
+    norms = np.stack([np.sqrt((episodes.gradient(np.full(datasets, i), theta, w, gamma) ** 2
+                               ).sum(axis=-1)) for i in range(episodes.m)], axis=-1)
+    return norms.reshape(*episodes.datasets, episodes.m)
+
+
 def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
           clip: float, eps: float, delta: float, rngs: Sequence[np.random.Generator], *,
           ratios=None, theta0=None, w0=None,
