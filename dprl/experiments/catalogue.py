@@ -2,3 +2,4 @@
 
 import dprl.experiments.primer  # noqa: F401
 import dprl.experiments.balle2016  # noqa: F401
+import dprl.experiments.xie2019  # noqa: F401

@@ -19,6 +19,7 @@ record without replacement), clips its primal-dual gradient to L2 norm ``h`` and
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -108,11 +109,13 @@ def gpope_delta(sigma: float, eps: float, n_iterations: int, m: int,
                         method)[0]
 
 
+@functools.lru_cache(maxsize=1024)
 def gpope_sigma(eps: float, delta: float, n_iterations: int, m: int,
                 sensitivity: float = 2.0, method: str = "improved",
                 rtol: float = 1e-9) -> float:
     """The smallest ``sigma`` with :func:`gpope_epsilon` ``<= eps``: the noise GPOPE
-    (Algorithm 1) adds for ``(eps, delta)``-DP, calibrated by the full accountant."""
+    (Algorithm 1) adds for ``(eps, delta)``-DP, calibrated by the full accountant (cached:
+    experiments ask for the same calibration many times)."""
     eps = require_epsilon(eps)
     return smallest_sufficient_scale(
         lambda s: gpope_epsilon(s, delta, n_iterations, m, sensitivity, method), eps,
