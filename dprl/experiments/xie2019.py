@@ -133,7 +133,8 @@ CHAIN = register(Experiment(
         "smoke": ChainConfig(n_trials=3, root_seed=2019, batch_size=2, eps=1.0,
                              batch_sizes=(200, 400), epochs=0.25, step_grid=(0.1, 1.0),
                              tuned_steps=(0.3, 0.3), m_fixed=200),
+        # tuned_steps: the argmins of xie2019-chain-tuning (10^-1.5 at every m; tested)
         "paper": ChainConfig(n_trials=100, root_seed=2019, batch_size=10,
-                             tuned_steps=(1.0, 1.0, 1.0)),
+                             tuned_steps=(10 ** (-3 / 2),) * 3),
     },
     run_trials=chain_trials))
