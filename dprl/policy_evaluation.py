@@ -57,26 +57,43 @@ def first_visit_returns(trajectories: Trajectories, gamma: float,
                         n_states: int) -> tuple[np.ndarray, np.ndarray]:
     """``F[..., x, s]``, the discounted return from the first visit of ``s`` in trajectory ``x``
     (0 where ``s`` is not visited), and the visited mask, both ``(*batch, N)``
-    (Balle et al. 2016, Sec. 2.2). ``s`` is visited if ``s_t = s`` for some ``t < L``."""
+    (Balle et al. 2016, Sec. 2.2). ``s`` is visited if ``s_t = s`` for some ``t < L``.
+
+    Trajectories are processed in groups of similar length, each padded only to its own longest
+    trajectory; a row's result does not depend on its padding, so the bits do not either."""
     n_states = require_int("n_states", n_states)
     trajectories, gamma = _trajectories(trajectories, n_states), _gamma(gamma)
     H, batch = trajectories.horizon, trajectories.batch_shape
-    steps = int(trajectories.lengths.max())  # rewards and returns are 0 from here on
-    states = trajectories.states.reshape(-1, H + 1)[:, :steps]
-    rewards = trajectories.rewards.reshape(-1, H)[:, :steps]
-    n = states.shape[0]
+    states = trajectories.states.reshape(-1, H + 1)
+    rewards = trajectories.rewards.reshape(-1, H)
+    lengths = trajectories.lengths.reshape(-1)
+    F = np.empty((lengths.size, n_states))
+    visited = np.empty((lengths.size, n_states), dtype=bool)
+    groups = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.unique(groups), side="right")
+    for rows in np.split(order, bounds[:-1]):
+        steps = int(lengths[rows].max())
+        F[rows], visited[rows] = _first_visits(states[rows, :steps], rewards[rows, :steps],
+                                               lengths[rows], gamma, n_states)
+    return F.reshape(*batch, n_states), visited.reshape(*batch, n_states)
+
+
+def _first_visits(states: np.ndarray, rewards: np.ndarray, lengths: np.ndarray, gamma: float,
+                  n_states: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_visit_returns` of ``(n, steps)`` arrays with ``steps >= max(lengths)``."""
+    n, steps = states.shape
     # returns-to-go G_t = r_t + gamma G_{t+1}: a first-order filter run backwards in time
     # (the same operations, in the same order, as the loop over t), then a 0 column for G_L
     returns = np.zeros((n, steps + 1))
     returns[:, :steps] = lfilter([1.0], [1.0, -gamma], rewards[:, ::-1], axis=-1)[:, ::-1]
     # first visit: the smallest t < L with s_t = s, per (trajectory, state); steps = never
-    live = np.arange(steps) < trajectories.lengths.reshape(-1, 1)
+    live = np.arange(steps) < lengths[:, None]
     keys = np.where(live, np.arange(n)[:, None] * n_states + states, n * n_states)
     first = np.full(n * n_states + 1, steps)
     np.minimum.at(first, keys.ravel(), np.broadcast_to(np.arange(steps), keys.shape).ravel())
     first = first[:-1].reshape(n, n_states)
-    F = np.take_along_axis(returns, first, axis=1)
-    return F.reshape(*batch, n_states), (first < steps).reshape(*batch, n_states)
+    return returns[np.arange(n)[:, None], first], first < steps
 
 
 def monte_carlo_values(trajectories: Trajectories, gamma: float,

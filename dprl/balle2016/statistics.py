@@ -13,6 +13,7 @@ the per-trajectory returns (needed by the objective ``J_X`` of Eq. 3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -153,9 +154,10 @@ class FirstVisitData:
         """The signature ``|X_s|`` (Sec. 4.1), ``(*datasets, N)`` int64."""
         return self.visited.sum(axis=-2, dtype=np.int64)
 
-    @property
+    @cached_property
     def summary(self) -> FirstVisitSummary:
-        """The sufficient statistics; sums along a contiguous last axis (batch-invariant)."""
+        """The sufficient statistics (computed once); sums along a contiguous last axis
+        (batch-invariant)."""
         totals = np.ascontiguousarray(np.swapaxes(self.returns, -1, -2)).sum(axis=-1)
         return FirstVisitSummary(self.counts, totals, self.n_trajectories, self.return_bound)
 
