@@ -6,8 +6,11 @@
 - :mod:`~dprl.xie2019.privacy`: Lemma 1 and Theorem 1 as printed, the full subsampling bound
   of Wang, Balle & Kasiviswanathan (2019, Thm. 9) for the same mechanism, the noise
   calibration GPOPE uses, and the parameter relations of Table 1 (App. A).
+- :mod:`~dprl.xie2019.baselines`: the sample statistics ``(A, b, C)`` for any feature table,
+  LSTD and WIS-LSTD (Sec. 7's non-private baselines).
 """
 
+from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import gpope, gradient_norms, primal_dual_descent
 from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
                                   lemma1_delta, lemma1_log_moment, lemma1_sigma,
@@ -15,6 +18,7 @@ from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilo
 
 __all__ = [
     "RELATION_PARAMETERS",
+    "episode_statistics",
     "gpope",
     "gpope_delta",
     "gpope_epsilon",
@@ -23,7 +27,9 @@ __all__ = [
     "lemma1_delta",
     "lemma1_log_moment",
     "lemma1_sigma",
+    "lstd",
     "primal_dual_descent",
     "relation_signs",
     "theorem1_constant",
+    "wis_lstd",
 ]
