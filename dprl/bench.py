@@ -17,9 +17,12 @@ import numpy as np
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
 from dprl.envs import CHAIN_ID, ChainMDP, stack_trajectories
+from dprl.envs.episodes import UniformPolicy
+from dprl.envs.mountain_car import GYMNASIUM_ID, MountainCar
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.validation import require_int
+from dprl.wang2019.benchmarks import conditioning_setup, dense_conditioning, ou_conditioning
 from dprl.xie2019 import primal_dual_descent
 
 
@@ -177,6 +180,22 @@ def _gpope_per_trial_loop(n_iterations: int) -> list[np.ndarray]:
     return released
 
 
+def _mountain_car_vectorised(n: int) -> object:
+    return MountainCar().simulate(n, UniformPolicy(3), np.random.default_rng(0))
+
+
+def _mountain_car_gymnasium(n: int) -> object:
+    env, rng = gymnasium.make(GYMNASIUM_ID), np.random.default_rng(0)
+    env.reset(seed=0)
+    for _ in range(n):
+        env.reset()
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(3)))
+            done = terminated or truncated
+    return env
+
+
 BENCHMARKS = {b.name: b for b in [
     Benchmark("chain-sampler", "40-state chain trajectories: ChainMDP.sample (numpy, all at once) "
               "vs stepping the Gymnasium env", "trajectories", _chain_vectorised,
@@ -194,6 +213,14 @@ BENCHMARKS = {b.name: b for b in [
               "B_i from the transitions) vs Algorithm 1 as written, trial by trial",
               "iterations", _gpope_vectorised, _gpope_per_trial_loop, size=200, quick_size=5,
               repeats=1, setup=_gpope_data),
+    Benchmark("mountain-car", "MountainCar-v0 episodes under the uniform policy: the numpy twin "
+              "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",
+              "episodes", _mountain_car_vectorised, _mountain_car_gymnasium, size=1000,
+              quick_size=20),
+    Benchmark("ou-conditioning", "Ornstein-Uhlenbeck path at 100 new points given n sampled "
+              "ones (Wang & Hegde 2019, Prop. 9): nearest-neighbour bridges vs dense Gaussian "
+              "conditioning (Cholesky)", "sampled points", ou_conditioning, dense_conditioning,
+              size=10_000, quick_size=500, repeats=1, setup=conditioning_setup),
 ]}
 
 

@@ -1,4 +1,6 @@
-"""Environments: the chain of Balle et al. (2016), as an exact MDP and a Gymnasium env.
+"""Environments: the chain of Balle et al. (2016), as an exact MDP and a Gymnasium env; a
+vectorised twin of Gymnasium's MountainCar-v0 (Xie et al. 2019, Sec. 7) and continuous-state
+episode batches (:mod:`dprl.envs.episodes`).
 
 Importing this package registers ``dprl/Chain-v0`` (idempotently). Its defaults are those of
 :class:`ChainMDP`; keyword arguments of ``gymnasium.make`` are ChainMDP fields, e.g.
@@ -9,6 +11,8 @@ environment itself (no ``max_episode_steps``).
 import gymnasium
 
 from dprl.envs.chain import ChainEnv, ChainMDP
+from dprl.envs.episodes import Episodes, UniformPolicy, simulate
+from dprl.envs.mountain_car import MountainCar, mountain_car_features
 from dprl.envs.off_policy_chain import OffPolicyChain
 from dprl.envs.trajectories import Trajectories, stack_trajectories
 
@@ -17,5 +21,6 @@ CHAIN_ID = "dprl/Chain-v0"
 if CHAIN_ID not in gymnasium.registry:
     gymnasium.register(id=CHAIN_ID, entry_point="dprl.envs.chain:ChainEnv")
 
-__all__ = ["CHAIN_ID", "ChainEnv", "ChainMDP", "OffPolicyChain", "Trajectories",
+__all__ = ["CHAIN_ID", "ChainEnv", "ChainMDP", "Episodes", "MountainCar", "OffPolicyChain",
+           "Trajectories", "UniformPolicy", "mountain_car_features", "simulate",
            "stack_trajectories"]

@@ -1,0 +1,76 @@
+"""Speed workloads for the Ornstein-Uhlenbeck sampler (Wang & Hegde 2019, Prop. 9): a
+candidate/reference pair for :mod:`dprl.bench` and the query-scaling measurement.
+
+- :func:`ou_conditioning` vs :func:`dense_conditioning`: draw a path at 100 new points given
+  its values at ``n`` sampled points, by nearest neighbours vs a dense Cholesky solve.
+- :func:`query_times`: total time for ``N`` random queries, batched or one at a time, whose
+  log-log slope (:func:`loglog_slope`) is ~1 for an O(N log N) sampler and 2 for O(N^2).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from dprl.validation import require_array, require_int
+from dprl.wang2019.functional_noise import OUPath, dense_conditional_sample
+
+#: Workload of the conditioning pair: unit kernel, 100 new points, uniform points on [0, 1].
+_SIGMA, _BETA, _NEW_POINTS = 1.0, 1.0, 100
+_CACHE: dict[int, tuple[OUPath, np.ndarray]] = {}
+
+
+def conditioning_setup(n: int) -> tuple[OUPath, np.ndarray]:
+    """A path sampled at ``n`` uniform points of [0, 1] and 100 new points (cached per n): the
+    shared input of the Prop. 9 conditioning pair (Wang & Hegde 2019)."""
+    n = require_int("n", n)
+    if n not in _CACHE:
+        rng = np.random.default_rng(0)
+        path = OUPath(_SIGMA, _BETA, rng)
+        path(rng.random(n))
+        _CACHE[n] = path, rng.random(_NEW_POINTS)
+    return _CACHE[n]
+
+
+def ou_conditioning(n: int) -> np.ndarray:
+    """Candidate: the 100 new values from a copy of the stored path, by nearest neighbours
+    (Wang & Hegde 2019, App. A Eq. (2), Prop. 9)."""
+    path, x_new = conditioning_setup(n)
+    return copy.deepcopy(path)(x_new)
+
+
+def dense_conditioning(n: int) -> np.ndarray:
+    """Reference: the 100 new values given all n stored values by a dense Cholesky solve
+    (Rasmussen & Williams 2006, Eq. 2.19), O(n^3)."""
+    path, x_new = conditioning_setup(n)
+    x_obs, g_obs = path.sampled()
+    return dense_conditional_sample(x_obs, g_obs, x_new, _SIGMA, _BETA,
+                                    np.random.default_rng(1))
+
+
+def query_times(sizes: Sequence[int], batch_size: int, seed: int = 0) -> np.ndarray:
+    """Seconds a fresh path takes to answer N uniform random points of [0, 1] in batches of
+    ``batch_size`` (1: one point per call), for each N in ``sizes`` (Prop. 9's workload)."""
+    batch_size = require_int("batch_size", batch_size)
+    times = []
+    for n in sizes:
+        points = np.random.default_rng(seed).random(require_int("size", n))
+        path = OUPath(_SIGMA, _BETA, np.random.default_rng(seed + 1))
+        start = time.perf_counter()
+        for first in range(0, points.size, batch_size):
+            path(points[first:first + batch_size])
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
+def loglog_slope(sizes: Sequence[int], times: Sequence[float]) -> float:
+    """Least-squares slope of log(time) against log(size): ~1 for Prop. 9's O(N log N)
+    (Wang & Hegde 2019), 2 for O(N^2)."""
+    sizes = require_array("sizes", sizes, ndim=1)
+    times = require_array("times", times, shape=sizes.shape)
+    if sizes.size < 2 or np.any(sizes <= 0) or np.any(times <= 0):
+        raise ValueError("need at least 2 positive sizes and times")
+    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])

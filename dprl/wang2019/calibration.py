@@ -1,0 +1,306 @@
+"""Noise calibration of Wang & Hegde (2019), Sec. 3.2: the Gaussian-process mechanism
+(Prop. 4), Theorem 5 / Algorithm 1 line 5, Lemma 6's norm bound, Lemma 8's uniform bound on
+the sample path, and the generic composition bounds the paper compares with.
+
+**Theorem 5: C inside or outside the square root.** The statement reads
+``sigma >= sqrt(2 (T/B) ln(e + eps/delta)) C / eps`` with
+``C = ((4 alpha (k+1)/B)^2 + 4 alpha (k+1)/B) L^2``; its proof ends with
+``sigma >= sqrt(2 (T/B) ||f||_H^2 ln(e + eps/delta)) / eps`` and bounds ``||f||_H^2 <= C``.
+The proof is right (``variant="proof"``): with ``v = 4 alpha (k+1)/B``, one update moves
+Q by at most ``v L`` in sup norm (so ``f = Q - Q'`` has ``||f||_inf <= v L``) and f is
+L-Lipschitz; Lemma 6 gives ``||f||_H^2 <= (1 + beta/2) ||f||_inf^2 + ||f'||_2^2 / (2 beta)``,
+and ``beta = 1/v`` turns this into ``(v^2 + v) L^2 = C``. C is thus the *squared*
+sensitivity, and every Gaussian calibration (Prop. 4, and the composition step of the proof)
+scales sigma with the sensitivity ``||f||_H <= sqrt(C)``, not with its square. Scaling Q
+(and L) by c must scale the noise by c: the proof's sigma does, the statement's scales by
+c^2. With ``C < 1`` (small learning rates) the statement under-noises by the factor
+``sqrt(C)``: :func:`exact_composition_delta` shows its delta far above target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dprl.accounting import advanced_composition
+from dprl.mechanisms import gaussian_delta
+from dprl.validation import (require_array, require_delta, require_epsilon, require_int,
+                             require_positive, require_probability)
+from dprl.wang2019.functional_noise import OUPath
+
+#: Lemma 8's constant: E max_{[0,1]} g <= 8.68 sqrt(beta) sigma for g ~ GP(0, sigma^2 K).
+LEMMA8_CONSTANT = 8.68
+GP_SOURCES = {"wang2019": 1.25, "hall2013": 2.0}
+SIGMA_VARIANTS = ("proof", "statement")
+TAIL_VARIANTS = ("statement", "borell-tis")
+
+
+def gp_mechanism_sigma(sensitivity: float, eps: float, delta: float, *,
+                       source: str = "wang2019") -> float:
+    """Noise scale of the Gaussian-process mechanism (Wang & Hegde 2019, Prop. 4):
+    releasing f + g, g ~ GP(0, sigma^2 K), is (eps, delta)-DP for 0 < eps < 1 when
+    sigma >= sqrt(2 ln(c/delta)) Delta_H / eps, Delta_H the sensitivity in the RKHS norm of K;
+    c = 1.25 (Prop. 4, ``source="wang2019"``) or 2 (Hall, Rinaldo & Wasserman 2013, as
+    quoted below Prop. 4, ``source="hall2013"``)."""
+    sensitivity = require_positive("sensitivity", sensitivity)
+    eps, delta = require_epsilon(eps), require_delta(delta)
+    if source not in GP_SOURCES:
+        raise ValueError(f"source must be one of {sorted(GP_SOURCES)}, got {source!r}")
+    if eps >= 1:
+        raise ValueError(f"Prop. 4 holds for 0 < eps < 1 only, got eps={eps}")
+    return math.sqrt(2 * math.log(GP_SOURCES[source] / delta)) * sensitivity / eps
+
+
+def gp_mechanism(f: Callable[[np.ndarray], ArrayLike], sensitivity: float, eps: float,
+                 delta: float, beta: float, rng: np.random.Generator, *,
+                 source: str = "wang2019") -> Callable[[ArrayLike], np.ndarray]:
+    """The released function x -> f(x) + g(x), g ~ GP(0, sigma^2 exp(-beta |x - y|)) with
+    sigma from :func:`gp_mechanism_sigma` (Wang & Hegde 2019, Prop. 4; Hall et al. 2013).
+    ``sensitivity`` bounds ||f - f'||_H in the RKHS of exp(-beta |x - y|)
+    (:func:`ou_rkhs_norm_squared`). One path serves every query, so answers stay consistent."""
+    path = OUPath(gp_mechanism_sigma(sensitivity, eps, delta, source=source), beta, rng)
+
+    def released(x: ArrayLike) -> np.ndarray:
+        x = require_array("x", x)
+        return np.asarray(f(x), dtype=float) + path(x)
+
+    return released
+
+
+def ou_rkhs_norm_squared(x: ArrayLike, f: ArrayLike, beta: float) -> float:
+    """Squared norm, in the RKHS of exp(-beta |x - y|) on [x_0, x_n], of the piecewise-linear
+    interpolant of (x, f): (1/(2 beta)) int (f'^2 + beta^2 f^2) + (f(x_0)^2 + f(x_n)^2)/2,
+    the order-1 Sobolev norm of Wang & Hegde (2019), Lemma 6 (exact for piecewise-linear f,
+    e.g. ReLU networks on a grid holding their kinks)."""
+    x = require_array("x", x, ndim=1)
+    f = require_array("f", f, shape=x.shape)
+    beta = require_positive("beta", beta)
+    if x.size < 2 or np.any(np.diff(x) <= 0):
+        raise ValueError("x must hold at least 2 strictly increasing points")
+    dx, df = np.diff(x), np.diff(f)
+    slope_part = np.sum(df ** 2 / dx)
+    value_part = np.sum(dx * (f[:-1] ** 2 + f[:-1] * f[1:] + f[1:] ** 2) / 3)
+    return float((slope_part + beta ** 2 * value_part) / (2 * beta) + (f[0] ** 2 + f[-1] ** 2) / 2)
+
+
+def lemma6_norm_bound(sup_norm: float, lipschitz: float, beta: float) -> float:
+    """Bound on ||f||_H^2 on [0, 1] from ||f||_inf and the Lipschitz constant, the step of
+    the proof of Theorem 5 that uses Lemma 6 (Wang & Hegde 2019):
+    (1 + beta/2) ||f||_inf^2 + L^2 / (2 beta)."""
+    sup_norm = require_positive("sup_norm", sup_norm)
+    lipschitz = require_positive("lipschitz", lipschitz)
+    beta = require_positive("beta", beta)
+    return (1 + beta / 2) * sup_norm ** 2 + lipschitz ** 2 / (2 * beta)
+
+
+def theorem5_scale(alpha: float, k: float, batch_size: int) -> float:
+    """v = 4 alpha (k + 1) / B: one update moves Q by at most v L in sup norm when
+    max |g| <= k (proof of Theorem 5, Wang & Hegde 2019); the kernel width is 1/beta = v."""
+    alpha, k = require_positive("alpha", alpha), require_positive("k", k)
+    return 4 * alpha * (k + 1) / require_int("batch_size", batch_size)
+
+
+def theorem5_beta(alpha: float, k: float, batch_size: int) -> float:
+    """The kernel parameter beta = B / (4 alpha (k + 1)) chosen in the proof of Theorem 5
+    (Wang & Hegde 2019, "1/beta = 4 alpha (k+1)/B"); the kernel printed a line later,
+    exp(-4 alpha L (k+1) |x - y| / B), inverts it (and adds L): C needs beta = 1/v."""
+    return 1 / theorem5_scale(alpha, k, batch_size)
+
+
+def theorem5_constant(alpha: float, k: float, lipschitz: float, batch_size: int) -> float:
+    """C(alpha, k, L, B) = ((4 alpha (k+1)/B)^2 + 4 alpha (k+1)/B) L^2 (Wang & Hegde 2019,
+    Thm. 5), the bound on the squared RKHS sensitivity ||f||_H^2."""
+    v = theorem5_scale(alpha, k, batch_size)
+    return (v ** 2 + v) * require_positive("lipschitz", lipschitz) ** 2
+
+
+def theorem5_composition_sigma(eps: float, delta: float, n_steps: float,
+                               sensitivity: float) -> float:
+    """sigma = sqrt(2 n ||f||_H^2 ln(e + eps/delta)) / eps: the noise for n Gaussian-process
+    updates derived in the proof of Theorem 5 (Wang & Hegde 2019), n = T/B. Exact accounting
+    (:func:`exact_composition_delta`) confirms it for eps up to about 12 and refutes it beyond
+    (e.g. eps = 20, delta = 1e-6: the exact delta is ten times larger)."""
+    eps, delta = require_epsilon(eps), require_delta(delta)
+    n_steps = require_positive("n_steps", n_steps)
+    sensitivity = require_positive("sensitivity", sensitivity)
+    return math.sqrt(2 * n_steps * math.log(math.e + eps / delta)) * sensitivity / eps
+
+
+def theorem5_sigma(eps: float, delta: float, T: int, batch_size: int, alpha: float, k: float,
+                   lipschitz: float, *, variant: str = "proof") -> float:
+    """Noise level of Algorithm 1 line 5 / Theorem 5 (Wang & Hegde 2019), T/B updates:
+    ``"proof"`` sqrt(2 (T/B) C ln(e + eps/delta)) / eps (correct, see module docstring);
+    ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, as printed."""
+    if variant not in SIGMA_VARIANTS:
+        raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {variant!r}")
+    constant = theorem5_constant(alpha, k, lipschitz, batch_size)
+    n_steps = require_int("T", T) / batch_size
+    sensitivity = math.sqrt(constant) if variant == "proof" else constant
+    return theorem5_composition_sigma(eps, delta, n_steps, sensitivity)
+
+
+def lemma8_offset(sigma: float, beta: float) -> float:
+    """8.68 sqrt(beta) sigma, Lemma 8's bound on E max_{[0,1]} g (Wang & Hegde 2019)."""
+    return LEMMA8_CONSTANT * math.sqrt(require_positive("beta", beta)) * require_positive(
+        "sigma", sigma)
+
+
+def lemma8_tail_bound(u: ArrayLike, sigma: float, *, variant: str = "statement") -> np.ndarray:
+    """Bound on P(max_{[0,1]} g > 8.68 sqrt(beta) sigma + u), g ~ GP(0, sigma^2 K), u >= 0
+    (Wang & Hegde 2019, Lemma 8). ``"statement"``: exp(-u^2/2) as printed, which holds only
+    for sigma <= 1 (a sigma = 3, beta = 0.01 path already has P(g(0) > 8.68 sqrt(beta) sigma
+    + 4) = 0.014 > e^-8); ``"borell-tis"``: exp(-u^2 / (2 sigma^2)), the Borell-TIS
+    inequality (Adler & Taylor 2007, Thm. 2.1.1) that the lemma rests on."""
+    u = require_array("u", u)
+    if np.any(u < 0):
+        raise ValueError(f"u must be >= 0, got min {u.min()}")
+    if variant not in TAIL_VARIANTS:
+        raise ValueError(f"variant must be one of {TAIL_VARIANTS}, got {variant!r}")
+    scale = 1.0 if variant == "statement" else require_positive("sigma", sigma)
+    return np.exp(-u ** 2 / (2 * scale ** 2))
+
+
+def sample_path_maxima(sigma: float, beta: float, n_paths: int, rng: np.random.Generator,
+                       grid_size: int = 1025) -> np.ndarray:
+    """max over an even grid of [0, 1] of n_paths independent GP(0, sigma^2 exp(-beta |x-y|))
+    paths: the empirical side of Lemma 8 (Wang & Hegde 2019); a grid maximum is a lower
+    bound on the path maximum."""
+    grid = np.linspace(0.0, 1.0, require_int("grid_size", grid_size, minimum=2))
+    return OUPath(sigma, beta, rng, n_paths=require_int("n_paths", n_paths))(grid).max(axis=1)
+
+
+def theorem5_delta(delta: float, k: float, sigma: float, beta: float, resets: int, *,
+                   tail: str = "statement") -> float:
+    """Total delta of Algorithm 1 (Wang & Hegde 2019, Thm. 5): delta plus ``resets`` = J
+    times the chance that a path breaks the bound max |g| <= k used in the proof.
+    ``"statement"``: delta + J exp(-(2k - 8.68 sqrt(beta) sigma)^2 / 2) as printed, needs
+    2k > 8.68 sqrt(beta) sigma. ``"borell-tis"``: delta + 2 J exp(-(k - 8.68 sqrt(beta)
+    sigma)^2 / (2 sigma^2)), the union of max g > k and min g < -k under
+    :func:`lemma8_tail_bound` (Borell-TIS), needs k > 8.68 sqrt(beta) sigma."""
+    delta = require_probability("delta", delta, open_high=True)
+    margin = _tail_margin(require_positive("k", k), sigma, beta, tail)
+    resets = require_int("resets", resets)
+    if margin <= 0:
+        raise ValueError(f"Theorem 5 needs a positive margin, got {margin} (k too small)")
+    return delta + (1 if tail == "statement" else 2) * resets * math.exp(-margin ** 2 / 2)
+
+
+def _tail_margin(k: float, sigma: float, beta: float, tail: str) -> float:
+    """The standardised margin of the bound max |g| <= k in :func:`theorem5_delta`."""
+    if tail not in TAIL_VARIANTS:
+        raise ValueError(f"tail must be one of {TAIL_VARIANTS}, got {tail!r}")
+    offset = lemma8_offset(sigma, beta)
+    return 2 * k - offset if tail == "statement" else (k - offset) / sigma
+
+
+@dataclass(frozen=True)
+class Theorem5Calibration:
+    """A parameter set meeting Theorem 5 (Wang & Hegde 2019): the path bound k, the
+    kernel parameter beta, C(alpha, k, L, B), the noise level sigma and the total delta."""
+
+    k: float
+    beta: float
+    constant: float
+    sigma: float
+    total_delta: float
+
+
+def calibrate_theorem5(eps: float, delta: float, T: int, batch_size: int, alpha: float,
+                       lipschitz: float, resets: int, tail_delta: float, *,
+                       variant: str = "proof", tail: str = "statement") -> Theorem5Calibration:
+    """The smallest k (on a geometric grid, refined by bisection) whose Theorem 5 tail
+    term J exp(...) is at most ``tail_delta``, with sigma and beta = B / (4 alpha (k+1)) from
+    :func:`theorem5_sigma` at that k (Wang & Hegde 2019, Thm. 5 and Alg. 1 line 5): the
+    algorithm is then (eps, delta + tail_delta)-DP. Sigma and beta both depend on k; J = ``resets``
+    fresh paths over the T/B updates."""
+    require_probability("tail_delta", tail_delta, open_low=True, open_high=True)
+    if require_int("resets", resets) > require_int("T", T) / require_int("batch_size", batch_size):
+        raise ValueError(f"resets (J) must be at most T/B = {T / batch_size}, got {resets}")
+    copies = 1 if tail == "statement" else 2
+    needed = math.sqrt(2 * math.log(copies * resets / tail_delta))
+
+    def meets(k: float) -> bool:
+        sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant)
+        return _tail_margin(k, sigma, theorem5_beta(alpha, k, batch_size), tail) >= needed
+
+    grid = np.geomspace(1e-6, 1e12, 361)
+    first = next((i for i, k in enumerate(grid) if meets(k)), None)
+    if first is None:
+        raise ValueError("no path bound k in [1e-6, 1e12] meets the tail target")
+    k = grid[0] if first == 0 else _bisect(meets, grid[first - 1], grid[first])[1]
+    sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant)
+    beta = theorem5_beta(alpha, k, batch_size)
+    return Theorem5Calibration(k, beta, theorem5_constant(alpha, k, lipschitz, batch_size),
+                               sigma, theorem5_delta(delta, k, sigma, beta, resets, tail=tail))
+
+
+def _bisect(predicate: Callable[[float], bool], lo: float, hi: float,
+            rtol: float = 1e-12) -> tuple[float, float]:
+    """Geometric bisection of [lo, hi] with predicate(lo) false and predicate(hi) true, to
+    hi <= lo (1 + rtol); returns the final (lo, hi). A numerical routine (no paper)."""
+    while hi > lo * (1 + rtol):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if predicate(mid) else (mid, hi)
+    return lo, hi
+
+
+def exact_composition_delta(eps: float, sigma: float, sensitivity: float, n_steps: int) -> float:
+    """Exact delta(eps) of n adaptive Gaussian-process releases with RKHS sensitivity
+    Delta_H and noise GP(0, sigma^2 K): their privacy loss is that of one Gaussian mechanism
+    of sensitivity sqrt(n) Delta_H (Hall et al. 2013; Balle & Wang 2018, Thm. 8), the yard
+    stick for Theorem 5's composition (Wang & Hegde 2019)."""
+    n_steps = require_int("n_steps", n_steps)
+    return gaussian_delta(require_epsilon(eps),
+                          math.sqrt(n_steps) * require_positive("sensitivity", sensitivity),
+                          sigma)
+
+
+def kov13_sigma(eps: float, delta: float, n_steps: int, sensitivity: float) -> float:
+    """sqrt(2 n ln(1.25/delta) ln(e + eps/delta)) Delta_H / eps: the noise the composition
+    theorem of Kairouz, Oh & Viswanath (2013) gives for n steps, as quoted in the proof of
+    Theorem 5 (Wang & Hegde 2019) as "the best known bound"."""
+    eps, delta = require_epsilon(eps), require_delta(delta)
+    n_steps = require_int("n_steps", n_steps)
+    sensitivity = require_positive("sensitivity", sensitivity)
+    return math.sqrt(2 * n_steps * math.log(1.25 / delta) * math.log(math.e + eps / delta)) \
+        * sensitivity / eps
+
+
+def advanced_composition_sigma(eps: float, delta: float, n_steps: int, sensitivity: float, *,
+                               delta_split: float = 0.5) -> float:
+    """Noise for n Gaussian-process steps (Prop. 4, per step (eps0, delta0)) composed by the
+    advanced composition theorem (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014,
+    Cor. 3.21): delta' = delta_split delta, delta0 = (1 - delta_split) delta / n, and eps0
+    the largest per-step epsilon whose composition stays within eps (bisection)."""
+    eps, delta = require_epsilon(eps), require_delta(delta)
+    n_steps = require_int("n_steps", n_steps)
+    split = require_probability("delta_split", delta_split, open_low=True, open_high=True)
+    delta0, delta_prime = (1 - split) * delta / n_steps, split * delta
+    eps0, _ = _bisect(lambda e: advanced_composition(e, delta0, n_steps, delta_prime)[0] > eps,
+                      eps * 1e-12, eps)
+    return gp_mechanism_sigma(sensitivity, eps0, delta0)
+
+
+#: Assumed settings of the authors' experiment (App. E.3 is not public): 100 episodes of 50
+#: steps, batch 128, PyTorch's RMSprop default learning rate 0.01, a Lipschitz constant of
+#: 1 for the Q-network, target delta 1e-4 (Fig. 2) split evenly between the mechanism and
+#: the tail term.
+AUTHORS_SETTING = {"episodes": 100, "steps": 50, "batch_size": 128, "alpha": 0.01,
+                   "lipschitz": 1.0, "delta_total": 1e-4}
+
+
+def authors_calibration(eps: float, n_updates: int, resets: int, *, variant: str = "proof",
+                        tail: str = "statement", alpha: float = AUTHORS_SETTING["alpha"],
+                        lipschitz: float = AUTHORS_SETTING["lipschitz"]) -> Theorem5Calibration:
+    """:func:`calibrate_theorem5` at the assumed settings of Wang & Hegde (2019, Sec. 4,
+    App. E.3) with T = n_updates B: n_updates = 39 for Algorithm 1 read literally (T = 5000
+    transitions, B = 128), 5000 for the authors' DQN (one update per step); J = ``resets``."""
+    delta_total = AUTHORS_SETTING["delta_total"]
+    batch = AUTHORS_SETTING["batch_size"]
+    return calibrate_theorem5(eps, delta_total / 2, require_int("n_updates", n_updates) * batch,
+                              batch, alpha, lipschitz, resets, delta_total / 2,
+                              variant=variant, tail=tail)
