@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from dprl.envs.trajectories import _integer_array
+from dprl.envs.trajectories import Trajectories, _integer_array
 from dprl.validation import frozen_copy, require_finite, require_in_bounds, require_int
 
 
@@ -292,3 +292,36 @@ def taken_action_probabilities(policy: StochasticPolicy, episodes: Episodes) -> 
     out = np.zeros(mask.shape)
     out[mask] = p[np.arange(p.shape[0]), episodes.actions[mask]]
     return out
+
+
+def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarray]:
+    """``episodes`` as :class:`~dprl.envs.Trajectories` whose states index the rows of a feature
+    table: row ``k`` is ``features(o)`` of the ``k``-th real observation ``o_0 .. o_L`` of every
+    episode (row-major over the batch), so algorithms written for a feature table indexed by
+    discrete states (Xie et al. 2019's GPOPE and LSTD, :mod:`dprl.xie2019`) run unchanged on
+    continuous states. Returns ``(trajectories, table)``, ``table`` ``(rows, d)``."""
+    if not isinstance(episodes, Episodes):
+        raise ValueError(f"episodes must be Episodes, got {type(episodes).__name__}")
+    observed = np.arange(episodes.horizon + 1) <= episodes.lengths[..., None]
+    table = np.asarray(features(episodes.observations[observed]), dtype=float)
+    if table.ndim != 2 or table.shape[0] != observed.sum():
+        raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
+                         f"{table.shape} for {observed.sum()} observations")
+    rows = np.full(observed.shape, -1)
+    rows[observed] = np.arange(table.shape[0])
+    return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,
+                        episodes.reward_range), table
+
+
+def stack_episodes(datasets: list[Episodes]) -> Episodes:
+    """Episodes of equal batch shape and horizon stacked on a new leading (data set) axis."""
+    if not datasets or not all(isinstance(e, Episodes) for e in datasets):
+        raise ValueError("datasets must be a non-empty list of Episodes")
+    probs = [e.behaviour_probabilities for e in datasets]
+    if any(p is None for p in probs) and not all(p is None for p in probs):
+        raise ValueError("either every data set has behaviour_probabilities or none has")
+    first = datasets[0]
+    return Episodes(*(np.stack([getattr(e, name) for e in datasets])
+                      for name in ("observations", "actions", "rewards", "lengths",
+                                   "terminated")), first.reward_range,
+                    None if probs[0] is None else np.stack(probs))

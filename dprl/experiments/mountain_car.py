@@ -1,0 +1,296 @@
+"""Experiments of Xie et al. (2019), Sec. 7 and App. D, on Mountain Car (Figs. 2, 3, App. Fig. 6).
+
+- ``xie2019-mountain-car-policy``: the evaluated policy, learned by Watkins's Q(lambda) with the
+  order-5 Fourier basis (Konidaris et al. 2011; the paper says "Q-learning"; one-step
+  Q-learning did not reach the goal reliably in our runs, lambda = 0.9 does): its weights, its
+  learning curve and the returns of its greedy policy.
+- ``xie2019-mountain-car-tuning``: GPOPE's step sizes, chosen on *public* data (other seeds).
+- ``xie2019-mountain-car``: on-policy (the greedy learned policy): GPOPE at the tuned step,
+  0.1x and 10x, DP-LSW and LSTD against m (Fig. 2(a)); GPOPE at several eps (Fig. 3(a)); GPOPE
+  over the step grid at ``m_fixed`` (Fig. 2(b), App. Fig. 6). Off-policy (target: the uniform
+  policy; behaviour: the learned policy epsilon-greedy): GPOPE at several eps and WIS-LSTD
+  (Fig. 3(b)).
+
+The value function is linear in the 36 Fourier features of the scaled state, gamma = 0.99 (the
+paper does not state it), delta = 1e-5, GPOPE runs ``N = m`` iterations with clipping bound
+``h``. MSPBE uses ``A, b, C`` of Eq. 2.1 estimated from ``reference_episodes`` independent
+episodes (a fixed public seed). DP-LSW (Balle et al. 2016) needs finitely many states: it runs
+on a public grid of ``grid_cells^2`` cells (first-visit returns per cell, features at the cell
+centres, uniform ``rho``) on the cost ``-r = 1`` per step, whose returns lie in
+``[0, 1/(1-gamma)]`` as its privacy proof requires; its estimate is negated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from dprl.balle2016 import dp_lsw, first_visit_data
+from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy, q_learning
+from dprl.envs import MountainCar, Trajectories, mountain_car_features
+from dprl.envs.episodes import Episodes, feature_table, stack_episodes
+from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.policy_evaluation import mspbe
+from dprl.seeding import trial_generator
+from dprl.xie2019 import gpope
+from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
+
+_REFERENCE_CHUNK = 2000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PolicyConfig(TrialConfig):
+    """Q(lambda) settings for the evaluated policy (stated in the chapter)."""
+
+    order: int = 5
+    step: float = 0.002
+    trace_decay: float = 0.9
+    n_episodes: int = 300
+    n_evaluation: int = 1000
+
+
+def policy_trials(config: PolicyConfig,
+                  rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial: Q(lambda) weights ``(3, d)``, the learning curve and the greedy returns."""
+    features = mountain_car_features(config.order)
+    env = MountainCar()
+    out = {"weights": [], "training_returns": [], "greedy_returns": []}
+    for rng in rngs:
+        learned = q_learning(env, features, config.step * features.step_size_scaling(),
+                             config.n_episodes, rng, epsilon=0.0,
+                             trace_decay=config.trace_decay)
+        episodes = env.simulate(config.n_evaluation, greedy_policy(learned.weights[0],
+                                                                   features), rng)
+        out["weights"].append(learned.weights[0])
+        out["training_returns"].append(learned.returns[0])
+        out["greedy_returns"].append(episodes.rewards.sum(axis=-1))
+    return {key: np.stack(value) for key, value in out.items()}
+
+
+POLICY = register(Experiment(
+    id="xie2019-mountain-car-policy",
+    title="Xie et al. (2019), Mountain Car: the evaluated policy (Q(lambda), Fourier order 5)",
+    chapter="book/xie2019/mountain-car.ipynb",
+    configs={"smoke": PolicyConfig(n_trials=1, root_seed=1998, batch_size=1, n_episodes=30,
+                                   n_evaluation=5),
+             "paper": PolicyConfig(n_trials=1, root_seed=1998, batch_size=1)},
+    run_trials=policy_trials))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MountainCarConfig(TrialConfig):
+    """Privacy, GPOPE, the grids and the off-policy behaviour (stated in the chapter)."""
+
+    policy_scale: str = "paper"
+    gamma: float = 0.99
+    eps: float = 0.1
+    delta: float = 1e-5
+    eps_levels: tuple[float, ...] = (0.1, 1.0, 10.0)
+    batch_sizes: tuple[int, ...] = (1000, 3000, 10000)
+    epochs: float = 1.0
+    clip: float = 1.0
+    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))
+    #: per batch size, from ``xie2019-mountain-car-tuning`` (tested), on- then off-policy
+    tuned_steps: tuple[float, ...] = ()
+    tuned_steps_off: tuple[float, ...] = ()
+    step_multipliers: tuple[float, ...] = (0.1, 1.0, 10.0)
+    m_fixed: int = 1000
+    behaviour_epsilon: float = 0.5
+    reference_episodes: int = 20000
+    reference_seed: int = 1
+    grid_cells: int = 12
+
+
+@lru_cache(maxsize=4)
+def policy_weights(scale: str) -> np.ndarray:
+    """The evaluated policy's weights ``(3, 36)``: trial 0 of ``xie2019-mountain-car-policy``
+    at ``scale``, recomputed (it is deterministic; the committed result records it)."""
+    config = POLICY.config(scale)
+    return policy_trials(config, [trial_generator(config.root_seed, 0)])["weights"][0]
+
+
+def _policies(config: MountainCarConfig):
+    """The features, the evaluated (greedy) policy and the off-policy behaviour."""
+    return _policy_pair(config.policy_scale, config.behaviour_epsilon)
+
+
+def _policy_pair(policy_scale: str, behaviour_epsilon: float):
+    weights, features = policy_weights(policy_scale), mountain_car_features()
+    behaviour = EpsilonGreedyPolicy(weights, features, behaviour_epsilon)
+    return features, greedy_policy(weights, features), behaviour
+
+
+def importance_ratios(episodes: Episodes) -> np.ndarray:
+    """``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` for the uniform target (1/3 each), 0 on
+    padding, from the behaviour probabilities the episodes recorded."""
+    probs = episodes.behaviour_probabilities
+    if probs is None:
+        raise ValueError("episodes must record their behaviour probabilities")
+    return np.where(episodes.transition_mask, (1 / 3) / np.where(probs > 0, probs, 1.0), 0.0)
+
+
+def reference_statistics(config: MountainCarConfig, off_policy: bool
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``A, b, C`` (Eq. 2.1) of the on- or off-policy problem from ``reference_episodes``
+    episodes drawn with the public ``reference_seed``, in chunks (mean of chunk means)."""
+    return _reference_statistics(config.policy_scale, config.behaviour_epsilon, config.gamma,
+                                 config.reference_episodes, config.reference_seed, off_policy)
+
+
+@lru_cache(maxsize=8)
+def _reference_statistics(policy_scale: str, behaviour_epsilon: float, gamma: float,
+                          n_episodes: int, seed: int, off_policy: bool) -> tuple:
+    features, target, behaviour = _policy_pair(policy_scale, behaviour_epsilon)
+    rng = np.random.default_rng([seed, int(off_policy)])
+    parts = []
+    for _ in range(0, n_episodes, _REFERENCE_CHUNK):
+        episodes = MountainCar().simulate(_REFERENCE_CHUNK, behaviour if off_policy else target,
+                                          rng)
+        trajectories, table = feature_table(episodes, features)
+        ratios = importance_ratios(episodes) if off_policy else None
+        parts.append(episode_statistics(trajectories, table, gamma, ratios))
+    return tuple(np.mean([p[k] for p in parts], axis=0) for k in range(3))
+
+
+def _samples(config: MountainCarConfig, policy, rngs: Sequence[np.random.Generator]) -> Episodes:
+    m = max(config.batch_sizes)
+    return stack_episodes([MountainCar().simulate(m, policy, g) for g in rngs])
+
+
+def _gpope_mspbe(config: MountainCarConfig, indexed: tuple[Trajectories, np.ndarray], exact,
+                 step: float, eps: float, rngs, ratios=None) -> np.ndarray:
+    """MSPBE of GPOPE's theta on data given as :func:`feature_table` ``(trajectories, table)``."""
+    trajectories, table = indexed
+    m = trajectories.batch_shape[-1]
+    theta, _ = gpope(trajectories, table, config.gamma, step, max(1, round(config.epochs * m)),
+                     config.clip, eps, config.delta, rngs, ratios=ratios)
+    return mspbe(theta, *exact)
+
+
+def _cells(config: MountainCarConfig, observations: np.ndarray) -> np.ndarray:
+    """The public grid cell of each observation (row-major over position, velocity)."""
+    env, k = MountainCar(), config.grid_cells
+    scaled = (observations - env.observation_low) / (env.observation_high - env.observation_low)
+    # observations lie in the box; the upper edge belongs to the last cell
+    index = np.minimum(np.floor(scaled * k).astype(np.int64), k - 1)
+    return index[..., 0] * k + index[..., 1]
+
+
+def cell_features(config: MountainCarConfig, features) -> np.ndarray:
+    """The Fourier features of the grid cells' centres, ``(grid_cells^2, d)``."""
+    env, k = MountainCar(), config.grid_cells
+    centres = (np.arange(k) + 0.5) / k
+    grid = np.stack(np.meshgrid(centres, centres, indexing="ij"), axis=-1).reshape(-1, 2)
+    return features(env.observation_low + grid * (env.observation_high - env.observation_low))
+
+
+def dp_lsw_theta(config: MountainCarConfig, data: Episodes, features, rngs) -> np.ndarray:
+    """DP-LSW (Balle et al. 2016, Algorithm 1) on the grid cells, for the cost ``-r``; the
+    value estimate is the negated weight vector ``(*datasets, d)``."""
+    cells = np.where(np.arange(data.horizon + 1) <= data.lengths[..., None],
+                     _cells(config, np.nan_to_num(data.observations)), -1)
+    costs = Trajectories(cells, -data.rewards, data.lengths, data.terminated, (0.0, 1.0))
+    n_cells = config.grid_cells**2
+    summary = first_visit_data(costs, config.gamma, n_cells, r_max=1.0).summary
+    theta = dp_lsw(summary, cell_features(config, features), np.full(n_cells, 1 / n_cells),
+                   config.eps, config.delta, rngs)
+    return -theta
+
+
+def tuning_trials(config: MountainCarConfig,
+                  rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """GPOPE's MSPBE ``(sizes, steps)`` per (public) trial, on- and off-policy, at ``eps``."""
+    features, target, behaviour = _policies(config)
+    out = {}
+    for name, policy, off in (("on_policy", target, False), ("off_policy", behaviour, True)):
+        sample, exact = _samples(config, policy, rngs), reference_statistics(config, off)
+        values = np.empty((len(rngs), len(config.batch_sizes), len(config.step_grid)))
+        for i, m in enumerate(config.batch_sizes):
+            data = sample.first(m)
+            ratios, indexed = importance_ratios(data) if off else None, feature_table(data,
+                                                                                      features)
+            for j, step in enumerate(config.step_grid):
+                values[:, i, j] = _gpope_mspbe(config, indexed, exact, step, config.eps, rngs,
+                                               ratios)
+        out[name] = values
+    return out
+
+
+def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
+    features, target, _ = _policies(config)
+    sample, exact = _samples(config, target, rngs), reference_statistics(config, False)
+    for i, m in enumerate(config.batch_sizes):
+        data, step = sample.first(m), config.tuned_steps[i]
+        indexed = feature_table(data, features)
+        for k, factor in enumerate(config.step_multipliers):
+            out["gpope"][:, i, k] = _gpope_mspbe(config, indexed, exact, factor * step,
+                                                 config.eps, rngs)
+        for k, eps in enumerate(config.eps_levels):
+            out["gpope_eps"][:, i, k] = _gpope_mspbe(config, indexed, exact, step, eps, rngs)
+        out["lstd"][:, i] = mspbe(lstd(*indexed, config.gamma, normalisation="trajectories"),
+                                  *exact)
+        out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, rngs), *exact)
+    indexed = feature_table(sample.first(config.m_fixed), features)
+    for j, step in enumerate(config.step_grid):
+        out["step_sweep"][:, j] = _gpope_mspbe(config, indexed, exact, step, config.eps, rngs)
+
+
+def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
+    features, _, behaviour = _policies(config)
+    sample, exact = _samples(config, behaviour, rngs), reference_statistics(config, True)
+    for i, m in enumerate(config.batch_sizes):
+        data = sample.first(m)
+        ratios, indexed = importance_ratios(data), feature_table(data, features)
+        for k, eps in enumerate(config.eps_levels):
+            out["gpope_off"][:, i, k] = _gpope_mspbe(config, indexed, exact,
+                                                     config.tuned_steps_off[i], eps, rngs,
+                                                     ratios)
+        out["wis_lstd"][:, i] = mspbe(wis_lstd(*indexed, config.gamma, ratios,
+                                               normalisation="trajectories"), *exact)
+
+
+def mountain_car_trials(config: MountainCarConfig,
+                        rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial, MSPBE of: GPOPE ``(sizes, multipliers)`` and ``(sizes, eps_levels)``,
+    LSTD and DP-LSW ``(sizes,)``, the step sweep ``(steps,)`` (on-policy); GPOPE
+    ``(sizes, eps_levels)`` and WIS-LSTD ``(sizes,)`` (off-policy)."""
+    sizes = len(config.batch_sizes)
+    if len(config.tuned_steps) != sizes or len(config.tuned_steps_off) != sizes:
+        raise ValueError("tuned_steps and tuned_steps_off must give one step per batch size")
+    n, levels = len(rngs), len(config.eps_levels)
+    out = {"gpope": np.empty((n, sizes, len(config.step_multipliers))),
+           "gpope_eps": np.empty((n, sizes, levels)), "lstd": np.empty((n, sizes)),
+           "dp_lsw": np.empty((n, sizes)), "step_sweep": np.empty((n, len(config.step_grid))),
+           "gpope_off": np.empty((n, sizes, levels)), "wis_lstd": np.empty((n, sizes))}
+    _on_policy(config, rngs, out)
+    _off_policy(config, rngs, out)
+    return out
+
+
+_SMOKE = dict(policy_scale="smoke", eps=1.0, eps_levels=(10.0,), batch_sizes=(50, 100),
+              step_grid=(1e-3, 1e-2), m_fixed=50, reference_episodes=2000)
+
+TUNING = register(Experiment(
+    id="xie2019-mountain-car-tuning",
+    title="Xie et al. (2019), Mountain Car: GPOPE step sizes tuned on public data",
+    chapter="book/xie2019/mountain-car.ipynb",
+    configs={"smoke": MountainCarConfig(n_trials=2, root_seed=11, batch_size=2, **_SMOKE),
+             "paper": MountainCarConfig(n_trials=10, root_seed=11, batch_size=5)},
+    run_trials=tuning_trials))
+
+MOUNTAIN_CAR = register(Experiment(
+    id="xie2019-mountain-car",
+    title="Xie et al. (2019), Figs. 2, 3 and App. Fig. 6: GPOPE on Mountain Car",
+    chapter="book/xie2019/mountain-car.ipynb",
+    configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2020, batch_size=2,
+                                        tuned_steps=(1e-2, 1e-2), tuned_steps_off=(1e-2, 1e-2),
+                                        **_SMOKE),
+             "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=5,
+                                        tuned_steps=(), tuned_steps_off=())},
+    run_trials=mountain_car_trials))
+
+__all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "cell_features",
+           "dp_lsw_theta", "importance_ratios", "policy_weights", "reference_statistics"]
