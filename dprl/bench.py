@@ -210,8 +210,9 @@ BENCHMARKS = {b.name: b for b in [
               size=1_000_000, quick_size=20_000, repeats=1),
     Benchmark("gpope", f"GPOPE (Xie et al. 2019, Algorithm 1) on {_GPOPE_TRIALS} trials of "
               f"{_GPOPE_M} chain trajectories (tabular): dprl.xie2019 (all trials at once, "
-              "B_i from the transitions) vs Algorithm 1 as written, trial by trial",
-              "iterations", _gpope_vectorised, _gpope_per_trial_loop, size=200, quick_size=5,
+              "B_i from per-trajectory matrices formed once) vs Algorithm 1 as written, trial "
+              "by trial; N = 1000, the chain experiment's smallest", "iterations",
+              _gpope_vectorised, _gpope_per_trial_loop, size=1000, quick_size=5,
               repeats=1, setup=_gpope_data),
     Benchmark("mountain-car", "MountainCar-v0 episodes under the uniform policy: the numpy twin "
               "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",

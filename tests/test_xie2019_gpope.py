@@ -131,3 +131,26 @@ def test_gradient_norms_match_the_gradients():
     assert norms.shape == (2, 6)
     assert np.allclose(norms[:, 4], np.linalg.norm(episodes.gradient(np.full(2, 4), theta, w,
                                                                       MDP.gamma), axis=-1))
+
+
+def test_matrix_and_transition_gradients_agree(monkeypatch):
+    """The per-trajectory matrices (used when m n^2 fits the budget) and the sum over the
+    picked trajectory's transitions give the same B_i (Eq. 4.1), up to rounding."""
+    import importlib
+
+    from dprl.envs import OffPolicyChain
+
+    gpope_module = importlib.import_module("dprl.xie2019.gpope")  # the module, not the function
+
+    data, ratios = OffPolicyChain().sample((3, 50), np.random.default_rng(11))
+    features = tabular_features(40)
+    _, by_matrices = gpope_module._gradients(data, features, 0.99, ratios)
+    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
+    episodes, by_transitions = gpope_module._gradients(data, features, 0.99, ratios)
+    assert gpope_module._trajectory_matrices(episodes, 0.99) is None
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        picked = rng.integers(50, size=3)
+        theta, w = rng.standard_normal((3, 40)), rng.standard_normal((3, 40))
+        np.testing.assert_allclose(by_matrices(picked, theta, w),
+                                   by_transitions(picked, theta, w), rtol=1e-12, atol=1e-14)

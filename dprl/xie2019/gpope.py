@@ -12,8 +12,9 @@ every visited continuous state), and optional importance ratios ``rho_t = pi / p
 
 with ``phi_{t+1} = 0`` after a terminating transition (a truncated last state is bootstrapped),
 and the primal-dual gradient ``B_i(theta, w) = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1).
-Each iteration samples one trajectory per data set, computes ``B_i`` from its transitions
-(never forming ``A_i``), clips, perturbs and steps. Every data set draws its trajectory indices
+Each iteration samples one trajectory per data set, computes ``B_i`` (from the stored
+``A_i, b_i, C_i`` when ``m n^2`` fits a memory budget, else from the trajectory's transitions),
+clips, perturbs and steps. Every data set draws its trajectory indices
 and noise from its own generator, in chunks of iterations, so a trial's result does not depend
 on the trials computed with it.
 """
@@ -29,6 +30,10 @@ from dprl.validation import require_array, require_int, require_nonnegative, req
 from dprl.xie2019.privacy import gpope_sigma
 
 _CHUNK = 512  # iterations whose random draws are made at once, per data set
+#: per data set, the most entries ``m n^2`` of the per-trajectory matrices ``A_i``, ``C_i``
+#: held in memory; above it the gradient is summed from the transitions at every iteration
+_MATRIX_BUDGET = 2**25
+_TRAJECTORY_CHUNK = 256  # trajectories whose matrices are formed at once
 
 
 class _Episodes:
@@ -59,6 +64,7 @@ class _Episodes:
         self.ratios = rho[..., :steps]
         self.datasets = trajectories.batch_shape[:-1]
         self.m = trajectories.batch_shape[-1]
+        self.lengths = trajectories.lengths.reshape(-1, self.m)
         for name in ("sources", "nexts", "rewards", "inverse_lengths", "ratios"):
             value = getattr(self, name)
             setattr(self, name, value.reshape(-1, self.m, steps))
@@ -70,7 +76,7 @@ class _Episodes:
     def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray,
                  gamma: float) -> np.ndarray:
         """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``k``,
-        ``(D, 2n)``; sums along the time axis, elementwise products only."""
+        ``(D, 2n)``, summed from its transitions; elementwise products only."""
         rows = np.arange(picked.size)
         phi = self.table[self.sources[rows, picked]]  # (D, steps, n)
         diff = phi - gamma * self.table[self.nexts[rows, picked]]
@@ -82,6 +88,55 @@ class _Episodes:
         c_w = ((per_step * phi_w)[..., None] * phi).sum(axis=1)
         b = ((weight * self.rewards[rows, picked])[..., None] * phi).sum(axis=1)
         return np.concatenate([-a_t_w, a_theta + c_w - b], axis=-1)
+
+
+def _trajectory_matrices(episodes: _Episodes, gamma: float
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``A_i, b_i, C_i`` (Eq. 2.2) of every trajectory, ``(D, m, n, n)``, ``(D, m, n)``,
+    ``(D, m, n, n)``, or None above the memory budget. Trajectories are grouped by length into
+    fixed buckets (``L <= 2^k``) and their products over time padded with zeros to the bucket's
+    bound, so a trajectory's matrices never depend on the ones formed with it."""
+    D, m, steps = episodes.sources.shape
+    n = episodes.n_features
+    if m * n * n > _MATRIX_BUDGET:
+        return None
+    lengths = episodes.lengths.ravel()
+    bounds = np.minimum(2 ** np.ceil(np.log2(lengths)).astype(np.int64), steps)
+    flat = {name: getattr(episodes, name).reshape(D * m, steps) for name in
+            ("sources", "nexts", "rewards", "inverse_lengths", "ratios")}
+    A, b, C = np.empty((D * m, n, n)), np.empty((D * m, n)), np.empty((D * m, n, n))
+    for bound in np.unique(bounds):
+        members = np.flatnonzero(bounds == bound)
+        for start in range(0, members.size, _TRAJECTORY_CHUNK):
+            rows = members[start:start + _TRAJECTORY_CHUNK]
+            sources, nexts, rewards, per_step, rho = (flat[name][rows, :bound] for name in
+                                                      ("sources", "nexts", "rewards",
+                                                       "inverse_lengths", "ratios"))
+            phi = episodes.table[sources]  # (c, bound, n)
+            weighted = np.ascontiguousarray(np.swapaxes(phi * (per_step * rho)[..., None], 1, 2))
+            A[rows] = weighted @ (phi - gamma * episodes.table[nexts])
+            b[rows] = (weighted @ rewards[..., None])[..., 0]
+            C[rows] = np.ascontiguousarray(np.swapaxes(phi * per_step[..., None], 1, 2)) @ phi
+    return A.reshape(D, m, n, n), b.reshape(D, m, n), C.reshape(D, m, n, n)
+
+
+def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], picked: np.ndarray,
+                     theta: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``B_i = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1) from stored matrices."""
+    A, b, C = (M[np.arange(picked.size), picked] for M in matrices)
+    dual = (np.einsum("dij,dj->di", A, theta) + np.einsum("dij,dj->di", C, w) - b)
+    return np.concatenate([-np.einsum("dji,dj->di", A, w), dual], axis=-1)
+
+
+def _gradients(trajectories: Trajectories, features, gamma: float, ratios):
+    """``gradient(picked, theta, w)`` for the data: from the per-trajectory matrices when they
+    fit the memory budget (one ``(n, n)`` product per data set and iteration), else from the
+    picked trajectories' transitions."""
+    episodes = _Episodes(trajectories, features, ratios)
+    matrices = _trajectory_matrices(episodes, gamma)
+    if matrices is None:
+        return episodes, lambda picked, theta, w: episodes.gradient(picked, theta, w, gamma)
+    return episodes, lambda picked, theta, w: _matrix_gradient(matrices, picked, theta, w)
 
 
 def _steps(step_size, n_iterations: int) -> np.ndarray:
@@ -117,8 +172,8 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     sampled trajectory per iteration and data set: GTD2 (Eq. 2.3, ``clip=None``,
     ``noise_scale=0``) or GPOPE's loop (Algorithm 1, lines 2-7; ``zeta ~ N(0, sigma^2 I)``,
     ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``."""
-    episodes = _Episodes(trajectories, features, ratios)
     gamma = require_nonnegative("gamma", gamma)
+    episodes, gradient = _gradients(trajectories, features, gamma, ratios)
     n_iterations = require_int("n_iterations", n_iterations)
     betas = _steps(step_size, n_iterations)
     h = None if clip is None else require_positive("clip", clip)
@@ -135,7 +190,7 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
         noise = (np.stack([g.standard_normal((size, 2 * n)) for g in rngs], axis=1)
                  if sigma > 0 else None)
         for j in range(size):
-            grad = episodes.gradient(picks[j], xi[:, :n], xi[:, n:], gamma)
+            grad = gradient(picks[j], xi[:, :n], xi[:, n:])
             if h is not None:
                 norms = np.sqrt((grad**2).sum(axis=-1))
                 grad = grad / np.maximum(1.0, norms / h)[:, None]
@@ -152,12 +207,12 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
     point ``(theta, w)`` (``(*datasets, n)`` each, or ``(n,)`` for all), ``(*datasets, m)``:
     the fraction above ``h`` is the fraction of GPOPE's updates there that clipping changes
     (Algorithm 1, line 5)."""
-    episodes = _Episodes(trajectories, features, ratios)
+    gamma = require_nonnegative("gamma", gamma)
+    episodes, gradient = _gradients(trajectories, features, gamma, ratios)
     datasets, n = episodes.sources.shape[0], episodes.n_features
     theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
-    gamma = require_nonnegative("gamma", gamma)
-    norms = np.stack([np.sqrt((episodes.gradient(np.full(datasets, i), theta, w, gamma) ** 2
-                               ).sum(axis=-1)) for i in range(episodes.m)], axis=-1)
+    norms = np.stack([np.sqrt((gradient(np.full(datasets, i), theta, w) ** 2).sum(axis=-1))
+                      for i in range(episodes.m)], axis=-1)
     return norms.reshape(*episodes.datasets, episodes.m)
 
 

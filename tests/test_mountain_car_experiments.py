@@ -1,0 +1,104 @@
+"""The Mountain Car experiments of Xie et al. (2019, Sec. 7): data plumbing, DP-LSW's public
+grid, importance ratios, and step sizes tuned on public data."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dprl.envs import MountainCar, mountain_car_features
+from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
+from dprl.experiments import load, status
+from dprl.experiments.mountain_car import (MOUNTAIN_CAR, TUNING, MountainCarConfig,
+                                           cell_features, dp_lsw_theta, importance_ratios)
+from dprl.seeding import trial_generators
+from dprl.xie2019.baselines import episode_statistics
+
+
+@pytest.fixture(scope="module")
+def data_sets():
+    return [MountainCar().simulate(30, UniformPolicy(3), g) for g in trial_generators(3, 2)]
+
+
+@pytest.fixture(scope="module")
+def episodes(data_sets):
+    return stack_episodes(data_sets)
+
+
+def test_feature_table_indexes_every_observation(episodes):
+    features = mountain_car_features()
+    trajectories, table = feature_table(episodes, features)
+    assert trajectories.batch_shape == episodes.batch_shape == (2, 30)
+    d, i = 1, 7
+    L = episodes.lengths[d, i]
+    rows = trajectories.states[d, i, :L + 1]
+    np.testing.assert_array_equal(table[rows], features(episodes.observations[d, i, :L + 1]))
+    assert np.all(trajectories.states[d, i, L + 1:] == -1)
+    assert table.shape == ((episodes.lengths + 1).sum(), 36)
+
+
+def test_statistics_of_stacked_data_sets_are_those_of_each(episodes, data_sets):
+    features = mountain_car_features()
+    together = episode_statistics(*feature_table(episodes, features), 0.99)
+    for d, alone in enumerate(data_sets):
+        single = episode_statistics(*feature_table(alone, features), 0.99)
+        for k in range(3):
+            np.testing.assert_array_equal(together[k][d], single[k])
+
+
+def test_stack_refuses_mixed_inputs(episodes):
+    with pytest.raises(ValueError, match="non-empty"):
+        stack_episodes([])
+    with pytest.raises(ValueError, match="Episodes"):
+        feature_table("episodes", mountain_car_features())
+
+
+def test_importance_ratios_of_the_uniform_target():
+    from dprl.control.linear_q import EpsilonGreedyPolicy
+    features = mountain_car_features()
+    weights = np.random.default_rng(0).standard_normal((3, 36))
+    behaviour = EpsilonGreedyPolicy(weights, features, 0.5)
+    data = MountainCar().simulate(20, behaviour, np.random.default_rng(1))
+    rho = importance_ratios(data)
+    mask = data.transition_mask
+    # greedy action: 1 - eps + eps/3 = 2/3, others eps/3 = 1/6
+    assert set(np.round(rho[mask], 12)) <= {0.5, 2.0}
+    assert np.all(rho[~mask] == 0)
+    with pytest.raises(ValueError, match="behaviour probabilities"):
+        importance_ratios(MountainCar().simulate(2, _Deterministic(),
+                                                 np.random.default_rng(2)))
+
+
+class _Deterministic:
+    def __call__(self, observations, rng):
+        return np.zeros(observations.shape[0], dtype=np.int64)
+
+
+def test_dp_lsw_grid(episodes):
+    config = dataclasses.replace(MOUNTAIN_CAR.config("smoke"), grid_cells=4)
+    features = mountain_car_features()
+    centres = cell_features(config, features)
+    assert centres.shape == (16, 36)
+    np.testing.assert_allclose(centres[:, 0], 1.0)  # the constant feature
+    cfg = dataclasses.replace(config, grid_cells=8)
+    theta = dp_lsw_theta(cfg, episodes, features, trial_generators(5, 2))
+    assert theta.shape == (2, 36) and np.all(np.isfinite(theta))
+
+
+@pytest.mark.skipif(status(TUNING.id) != "current", reason="no committed tuning result")
+def test_tuned_steps_are_the_argmins_of_the_public_tuning_run():
+    tuning, paper = TUNING.config("paper"), MOUNTAIN_CAR.config("paper")
+    result = load(TUNING.id)
+    grid = np.array(tuning.step_grid)
+    for name, steps in (("on_policy", paper.tuned_steps), ("off_policy", paper.tuned_steps_off)):
+        best = grid[result[name].mean(axis=0).argmin(axis=1)]
+        assert tuple(best) == steps
+    assert tuning.root_seed != paper.root_seed
+
+
+def test_private_and_public_configs_differ_only_where_they_must():
+    tuning, paper = TUNING.config("paper"), MOUNTAIN_CAR.config("paper")
+    different = {"n_trials", "root_seed", "batch_size", "tuned_steps", "tuned_steps_off"}
+    for field in dataclasses.fields(MountainCarConfig):
+        if field.name not in different:
+            assert getattr(tuning, field.name) == getattr(paper, field.name), field.name
