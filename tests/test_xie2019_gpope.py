@@ -144,13 +144,34 @@ def test_matrix_and_transition_gradients_agree(monkeypatch):
 
     data, ratios = OffPolicyChain().sample((3, 50), np.random.default_rng(11))
     features = tabular_features(40)
-    _, by_matrices = gpope_module._gradients(data, features, 0.99, ratios)
+    by_matrices = gpope_module.prepare(data, features, 0.99, ratios).gradient
     monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
-    episodes, by_transitions = gpope_module._gradients(data, features, 0.99, ratios)
-    assert gpope_module._trajectory_matrices(episodes, 0.99) is None
+    fallback = gpope_module.prepare(data, features, 0.99, ratios)
+    assert fallback.matrices is None
+    by_transitions = fallback.gradient
     rng = np.random.default_rng(12)
     for _ in range(20):
         picked = rng.integers(50, size=3)
         theta, w = rng.standard_normal((3, 40)), rng.standard_normal((3, 40))
         np.testing.assert_allclose(by_matrices(picked, theta, w),
                                    by_transitions(picked, theta, w), rtol=1e-12, atol=1e-14)
+
+
+def test_prepared_data_gives_the_same_run_and_is_checked():
+    from dprl.xie2019.gpope import prepare
+
+    data = ChainMDP(n_states=10).sample((2, 60), np.random.default_rng(13))
+    features = tabular_features(10)
+    args = (data, features, 0.9, 0.1, 100)
+    plain = primal_dual_descent(*args, trial_generators(1, 2), clip=1.0, noise_scale=0.5)
+    ready = prepare(data, features, 0.9)
+    shared = primal_dual_descent(*args, trial_generators(1, 2), clip=1.0, noise_scale=0.5,
+                                 prepared=ready)
+    for a, b in zip(plain, shared):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="prepared was made"):
+        primal_dual_descent(data, features, 0.99, 0.1, 10, trial_generators(1, 2),
+                            prepared=ready)
+    with pytest.raises(ValueError, match="prepared was made"):
+        primal_dual_descent(data.first(30), features, 0.9, 0.1, 10, trial_generators(1, 2),
+                            prepared=ready)

@@ -35,7 +35,7 @@ from dprl.envs.episodes import Episodes, feature_table, stack_episodes
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import trial_generator
-from dprl.xie2019 import gpope
+from dprl.xie2019 import Prepared, gpope, prepare
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 
 _REFERENCE_CHUNK = 2000
@@ -160,13 +160,29 @@ def _samples(config: MountainCarConfig, policy, rngs: Sequence[np.random.Generat
     return stack_episodes([MountainCar().simulate(m, policy, g) for g in rngs])
 
 
-def _gpope_mspbe(config: MountainCarConfig, indexed: tuple[Trajectories, np.ndarray], exact,
-                 step: float, eps: float, rngs, ratios=None) -> np.ndarray:
-    """MSPBE of GPOPE's theta on data given as :func:`feature_table` ``(trajectories, table)``."""
-    trajectories, table = indexed
-    m = trajectories.batch_shape[-1]
-    theta, _ = gpope(trajectories, table, config.gamma, step, max(1, round(config.epochs * m)),
-                     config.clip, eps, config.delta, rngs, ratios=ratios)
+@dataclasses.dataclass(frozen=True)
+class _Ready:
+    """Data sets as a feature table, prepared once for every GPOPE run on them."""
+
+    trajectories: Trajectories
+    table: np.ndarray
+    ratios: np.ndarray | None
+    prepared: Prepared
+
+
+def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
+    trajectories, table = feature_table(data, features)
+    ratios = importance_ratios(data) if off_policy else None
+    return _Ready(trajectories, table, ratios, prepare(trajectories, table, gamma, ratios))
+
+
+def _gpope_mspbe(config: MountainCarConfig, ready: _Ready, exact, step: float, eps: float,
+                 rngs) -> np.ndarray:
+    """MSPBE of GPOPE's theta (``N = epochs * m`` iterations) on prepared data."""
+    m = ready.trajectories.batch_shape[-1]
+    theta, _ = gpope(ready.trajectories, ready.table, config.gamma, step,
+                     max(1, round(config.epochs * m)), config.clip, eps, config.delta, rngs,
+                     ratios=ready.ratios, prepared=ready.prepared)
     return mspbe(theta, *exact)
 
 
@@ -209,12 +225,9 @@ def tuning_trials(config: MountainCarConfig,
         sample, exact = _samples(config, policy, rngs), reference_statistics(config, off)
         values = np.empty((len(rngs), len(config.batch_sizes), len(config.step_grid)))
         for i, m in enumerate(config.batch_sizes):
-            data = sample.first(m)
-            ratios, indexed = importance_ratios(data) if off else None, feature_table(data,
-                                                                                      features)
+            ready = _ready(sample.first(m), features, config.gamma, off)
             for j, step in enumerate(config.step_grid):
-                values[:, i, j] = _gpope_mspbe(config, indexed, exact, step, config.eps, rngs,
-                                               ratios)
+                values[:, i, j] = _gpope_mspbe(config, ready, exact, step, config.eps, rngs)
         out[name] = values
     return out
 
@@ -224,32 +237,31 @@ def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> N
     sample, exact = _samples(config, target, rngs), reference_statistics(config, False)
     for i, m in enumerate(config.batch_sizes):
         data, step = sample.first(m), config.tuned_steps[i]
-        indexed = feature_table(data, features)
+        ready = _ready(data, features, config.gamma, False)
         for k, factor in enumerate(config.step_multipliers):
-            out["gpope"][:, i, k] = _gpope_mspbe(config, indexed, exact, factor * step,
+            out["gpope"][:, i, k] = _gpope_mspbe(config, ready, exact, factor * step,
                                                  config.eps, rngs)
         for k, eps in enumerate(config.eps_levels):
-            out["gpope_eps"][:, i, k] = _gpope_mspbe(config, indexed, exact, step, eps, rngs)
-        out["lstd"][:, i] = mspbe(lstd(*indexed, config.gamma, normalisation="trajectories"),
-                                  *exact)
+            out["gpope_eps"][:, i, k] = _gpope_mspbe(config, ready, exact, step, eps, rngs)
+        out["lstd"][:, i] = mspbe(lstd(ready.trajectories, ready.table, config.gamma,
+                                       normalisation="trajectories"), *exact)
         out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, rngs), *exact)
-    indexed = feature_table(sample.first(config.m_fixed), features)
+    ready = _ready(sample.first(config.m_fixed), features, config.gamma, False)
     for j, step in enumerate(config.step_grid):
-        out["step_sweep"][:, j] = _gpope_mspbe(config, indexed, exact, step, config.eps, rngs)
+        out["step_sweep"][:, j] = _gpope_mspbe(config, ready, exact, step, config.eps, rngs)
 
 
 def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
     features, _, behaviour = _policies(config)
     sample, exact = _samples(config, behaviour, rngs), reference_statistics(config, True)
     for i, m in enumerate(config.batch_sizes):
-        data = sample.first(m)
-        ratios, indexed = importance_ratios(data), feature_table(data, features)
+        ready = _ready(sample.first(m), features, config.gamma, True)
         for k, eps in enumerate(config.eps_levels):
-            out["gpope_off"][:, i, k] = _gpope_mspbe(config, indexed, exact,
-                                                     config.tuned_steps_off[i], eps, rngs,
-                                                     ratios)
-        out["wis_lstd"][:, i] = mspbe(wis_lstd(*indexed, config.gamma, ratios,
-                                               normalisation="trajectories"), *exact)
+            out["gpope_off"][:, i, k] = _gpope_mspbe(config, ready, exact,
+                                                     config.tuned_steps_off[i], eps, rngs)
+        out["wis_lstd"][:, i] = mspbe(wis_lstd(ready.trajectories, ready.table, config.gamma,
+                                               ready.ratios, normalisation="trajectories"),
+                                      *exact)
 
 
 def mountain_car_trials(config: MountainCarConfig,

@@ -11,12 +11,13 @@
 """
 
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
-from dprl.xie2019.gpope import gpope, gradient_norms, primal_dual_descent
+from dprl.xie2019.gpope import Prepared, gpope, gradient_norms, prepare, primal_dual_descent
 from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
                                   lemma1_delta, lemma1_log_moment, lemma1_sigma,
                                   relation_signs, theorem1_constant)
 
 __all__ = [
+    "Prepared",
     "RELATION_PARAMETERS",
     "episode_statistics",
     "gpope",
@@ -28,6 +29,7 @@ __all__ = [
     "lemma1_log_moment",
     "lemma1_sigma",
     "lstd",
+    "prepare",
     "primal_dual_descent",
     "relation_signs",
     "theorem1_constant",

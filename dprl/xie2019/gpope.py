@@ -128,15 +128,43 @@ def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], picked
     return np.concatenate([-np.einsum("dji,dj->di", A, w), dual], axis=-1)
 
 
-def _gradients(trajectories: Trajectories, features, gamma: float, ratios):
-    """``gradient(picked, theta, w)`` for the data: from the per-trajectory matrices when they
-    fit the memory budget (one ``(n, n)`` product per data set and iteration), else from the
-    picked trajectories' transitions."""
-    episodes = _Episodes(trajectories, features, ratios)
-    matrices = _trajectory_matrices(episodes, gamma)
-    if matrices is None:
-        return episodes, lambda picked, theta, w: episodes.gradient(picked, theta, w, gamma)
-    return episodes, lambda picked, theta, w: _matrix_gradient(matrices, picked, theta, w)
+class Prepared:
+    """Data made ready for :func:`primal_dual_descent` / :func:`gpope` once (the transitions,
+    and the per-trajectory ``A_i, b_i, C_i`` when they fit the memory budget), so that runs with
+    several step sizes or privacy levels on the same data do not redo it: pass it as
+    ``prepared=``. Made by :func:`prepare`."""
+
+    def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
+        self.gamma = require_nonnegative("gamma", gamma)
+        self.episodes = _Episodes(trajectories, features, ratios)
+        self.matrices = _trajectory_matrices(self.episodes, self.gamma)
+        self.off_policy = ratios is not None
+
+    def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``k``: from the
+        stored matrices (one ``(n, n)`` product per data set), else from the transitions."""
+        if self.matrices is None:
+            return self.episodes.gradient(picked, theta, w, self.gamma)
+        return _matrix_gradient(self.matrices, picked, theta, w)
+
+
+def prepare(trajectories: Trajectories, features, gamma: float, ratios=None) -> Prepared:
+    """:class:`Prepared` data for GTD2 / GPOPE (Xie et al. 2019, Eq. 2.2 per trajectory)."""
+    return Prepared(trajectories, features, gamma, ratios)
+
+
+def _prepared(trajectories: Trajectories, features, gamma: float, ratios,
+              prepared: Prepared | None) -> Prepared:
+    """``prepared`` after checking it matches the arguments, or the data prepared now."""
+    if prepared is None:
+        return Prepared(trajectories, features, gamma, ratios)
+    if not isinstance(prepared, Prepared):
+        raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
+    m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else None
+    if (prepared.gamma != gamma or prepared.episodes.m != m
+            or prepared.off_policy != (ratios is not None)):
+        raise ValueError("prepared was made from other data, gamma or ratios than given")
+    return prepared
 
 
 def _steps(step_size, n_iterations: int) -> np.ndarray:
@@ -167,13 +195,16 @@ def _generators(rngs, datasets: int) -> list[np.random.Generator]:
 def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step_size,
                         n_iterations: int, rngs: Sequence[np.random.Generator], *,
                         clip: float | None = None, noise_scale: float = 0.0, ratios=None,
-                        theta0=None, w0=None) -> tuple[np.ndarray, np.ndarray]:
+                        theta0=None, w0=None, prepared: Prepared | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """``N`` iterations of ``(theta, w) -= beta_i (clip_h(B_i) + h zeta)``, one uniformly
     sampled trajectory per iteration and data set: GTD2 (Eq. 2.3, ``clip=None``,
     ``noise_scale=0``) or GPOPE's loop (Algorithm 1, lines 2-7; ``zeta ~ N(0, sigma^2 I)``,
-    ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``."""
+    ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``. ``prepared``:
+    :func:`prepare` of the same data (checked against ``gamma``, ``m`` and ``ratios``)."""
     gamma = require_nonnegative("gamma", gamma)
-    episodes, gradient = _gradients(trajectories, features, gamma, ratios)
+    data = _prepared(trajectories, features, gamma, ratios, prepared)
+    episodes, gradient = data.episodes, data.gradient
     n_iterations = require_int("n_iterations", n_iterations)
     betas = _steps(step_size, n_iterations)
     h = None if clip is None else require_positive("clip", clip)
@@ -208,7 +239,8 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
     the fraction above ``h`` is the fraction of GPOPE's updates there that clipping changes
     (Algorithm 1, line 5)."""
     gamma = require_nonnegative("gamma", gamma)
-    episodes, gradient = _gradients(trajectories, features, gamma, ratios)
+    data = _prepared(trajectories, features, gamma, ratios, None)
+    episodes, gradient = data.episodes, data.gradient
     datasets, n = episodes.sources.shape[0], episodes.n_features
     theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
     norms = np.stack([np.sqrt((gradient(np.full(datasets, i), theta, w) ** 2).sum(axis=-1))
@@ -218,16 +250,17 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
 
 def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
           clip: float, eps: float, delta: float, rngs: Sequence[np.random.Generator], *,
-          ratios=None, theta0=None, w0=None,
-          sensitivity: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+          ratios=None, theta0=None, w0=None, sensitivity: float = 2.0,
+          prepared: Prepared | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GPOPE (Xie et al. 2019, Algorithm 1): ``(eps, delta)``-DP for data sets of ``m``
     trajectories differing in one (replace-one), with ``sigma`` calibrated by
     :func:`~dprl.xie2019.privacy.gpope_sigma` from ``(eps, delta, N, m)`` (the full WBK
     bound, clipped gradients of neighbours differing by ``sensitivity * h``). Returns the
-    released ``(theta, w)``, each ``(*datasets, n)``."""
+    released ``(theta, w)``, each ``(*datasets, n)``. ``prepared``: :func:`prepare` of the
+    same data, to share the preprocessing between runs."""
     m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else 0
     sigma = gpope_sigma(eps, delta, require_int("n_iterations", n_iterations),
                         require_int("m", m), sensitivity)
     return primal_dual_descent(trajectories, features, gamma, step_size, n_iterations, rngs,
                                clip=clip, noise_scale=sigma, ratios=ratios, theta0=theta0,
-                               w0=w0)
+                               w0=w0, prepared=prepared)
