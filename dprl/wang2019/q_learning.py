@@ -1,0 +1,534 @@
+"""Algorithm 1 of Wang & Hegde (2019), differentially private Q-learning with functional
+noise, on the line MDP (:mod:`dprl.envs.line_mdp`), many runs trained as one batch.
+
+**Where the noise enters.** Each run keeps one Ornstein-Uhlenbeck path ``g_a`` per action
+(kernel ``sigma^2 exp(-beta |x - y|)``, :class:`~dprl.wang2019.run_paths.RunPaths`), replaced
+by fresh paths every ``reset_period`` environment steps (Alg. 1 lines 7-8; ``J = T /
+reset_period`` paths in all, T the number of steps) and extended to each new state (lines
+14-18). The noisy function ``Q~(s, a) = Q_theta(s, a) + g_a(s)`` is used wherever Alg. 1
+uses Q:
+
+- acting, line 12: ``a_t = argmax_a Q_theta(s_t, a) + g_a(s_t)`` (epsilon-greedy on top, as
+  in the authors' code);
+- the target, line 19: ``y = r + gamma max_a [Q_theta'(s', a) + g_a(s')]`` (``g_a`` inside
+  the max: the max runs over the index of ``g``);
+- the loss, line 20: ``l = loss(Q_theta(s, a) + g_a(s) - y)``; ``g`` does not depend on
+  ``theta``, so it shifts the residual but adds no gradient term;
+- the release, line 24 and Prop. 9: ``Q_theta + g`` with the paths current at the end.
+
+Ambiguities and choices (the learner follows the authors' public DQN code, the noise Alg. 1):
+
+- Alg. 1 updates once per B steps on the last B transitions; the authors' DQN updates after
+  every step on a replay sample of B (once B transitions are stored), uniform without
+  replacement from the last ``replay_capacity`` transitions. We use the DQN. A replayed
+  transition is scored with the *current* paths at its states, as in the authors' code (and
+  in Alg. 1, whose batch lies within one path's lifetime). At a reset the fresh paths are
+  drawn at once at every state the buffer can still return; drawing a Gaussian process at
+  extra points does not change its law at the points used.
+- Alg. 1 has one ``g`` for lines 12, 19 and 20. The authors' target network carries its own,
+  independent path. ``target_noise="shared"`` (default) is Alg. 1, ``"separate"`` the code.
+- Loss: Alg. 1 line 20 is ``(1/2) delta^2`` (``loss="squared"``); the authors' code uses
+  PyTorch's smooth L1 (Huber) loss with gradients clamped to [-1, 1] (the defaults).
+- The last step of an episode is terminal in the authors' code (no bootstrap); Alg. 1 has
+  no episodes. ``bootstrap_truncation`` chooses.
+
+**Batching.** R runs (seeds and noise levels side by side) advance in lockstep through one
+Python loop over environment steps; parameters, optimiser state, transition logs and noise
+paths carry a leading run axis and every operation acts on each run separately (stacked
+``np.matmul``, no reduction across runs), in float64 numpy with hand-written
+backpropagation and RMSprop (much faster than autograd for a 1-16-16-2 network). Each run's
+randomness comes from its own generator, split by ``rng.spawn(6)`` into streams for: the
+initial parameters; the environment (per episode, ``H + 1`` uniforms: start state, then one
+per step, as :class:`~dprl.envs.line_mdp.LineEnv` draws them); exploration (per episode,
+``H`` uniforms, then ``H`` random actions); replay sampling (one ``choice(n, B,
+replace=False)`` per update); the noise paths; the target network's separate paths. A run's
+result therefore does not depend on the runs batched with it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dprl.envs.line_mdp import N_ACTIONS, LineMDP
+from dprl.seeding import trial_generator
+from dprl.validation import (require_array, require_in_bounds, require_int,
+                             require_positive, require_probability)
+from dprl.wang2019.run_paths import RunPaths
+
+#: Parameters of R runs: a tuple of arrays, each with a leading run axis.
+Params = tuple[np.ndarray, ...]
+LOSSES, OPTIMIZERS, TARGET_NOISE = ("huber", "squared"), ("rmsprop", "sgd"), ("shared",
+                                                                              "separate")
+_STREAMS = ("init", "env", "explore", "replay", "noise", "target_noise")
+
+
+@dataclass(frozen=True)
+class MLPQ:
+    """A ReLU network ``s -> (Q(s, a))_a`` (the authors' DQN: 1-16-16-2), with PyTorch's
+    default ``nn.Linear`` initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for weights
+    and biases and hand-written backpropagation, batched over runs (float64; activations
+    kept feature-major, (R, features, N), so the long axis is innermost)."""
+
+    hidden: tuple[int, ...] = (16, 16)
+    n_actions: int = N_ACTIONS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(require_int("hidden", h) for h in self.hidden))
+        object.__setattr__(self, "n_actions", require_int("n_actions", self.n_actions, 2))
+
+    def init(self, rng: np.random.Generator) -> Params:
+        """One run's initial parameters ``(W_0, b_0, W_1, b_1, ...)`` of the authors' DQN
+        (Wang & Hegde 2019, Sec. 4; PyTorch's ``nn.Linear`` law), ``W_k`` shaped (out, in),
+        each weight matrix drawn before its bias."""
+        sizes, params = (1, *self.hidden, self.n_actions), []
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            bound = 1 / math.sqrt(fan_in)
+            params += [rng.uniform(-bound, bound, (fan_out, fan_in)),
+                       rng.uniform(-bound, bound, fan_out)]
+        return tuple(params)
+
+    def forward(self, params: Params, states: np.ndarray) -> tuple[np.ndarray, list]:
+        """``Q_theta`` of Wang & Hegde (2019, Alg. 1) at ``states`` (R, N) as (R, N, A), and
+        the activations for :meth:`backward` (the first layer, of width 1, as an outer
+        product)."""
+        x, cache = states[:, None, :], []
+        for k in range(0, len(params), 2):
+            z = params[k] * x if k == 0 else np.matmul(params[k], x)
+            z += params[k + 1][..., None]
+            cache.append((x, z))
+            x = np.maximum(z, 0.0) if k + 2 < len(params) else z
+        return x.transpose(0, 2, 1), cache
+
+    @staticmethod
+    def backward(params: Params, cache: list, dq: np.ndarray) -> Params:
+        """Gradients of ``sum(dq * Q)`` with respect to every parameter, for the SGD step of
+        Wang & Hegde (2019, Alg. 1 line 22), by backpropagation (Rumelhart, Hinton & Williams
+        1986; ReLU' = 1{z > 0}, as PyTorch)."""
+        grads, upstream = [], dq.transpose(0, 2, 1)
+        for k in reversed(range(len(cache))):
+            x, z = cache[k]
+            if k + 1 < len(cache):
+                upstream = upstream * (z > 0)
+            grads = [np.matmul(upstream, x.transpose(0, 2, 1)), upstream.sum(axis=2)] + grads
+            if k:
+                upstream = np.matmul(params[2 * k].transpose(0, 2, 1), upstream)
+        return tuple(grads)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearQ:
+    """Linear action values ``Q(s, a) = phi(s) . w_a`` from zero weights; ``features`` maps
+    states (R, N) to (R, N, n_features). One-hot bins (:func:`tabular_q`) make it tabular
+    Q-learning on a discretised state space (Watkins 1989)."""
+
+    features: Callable[[np.ndarray], np.ndarray]
+    n_features: int
+    n_actions: int = N_ACTIONS
+
+    def __post_init__(self) -> None:
+        if not callable(self.features):
+            raise ValueError("features must be callable")
+        object.__setattr__(self, "n_features", require_int("n_features", self.n_features))
+        object.__setattr__(self, "n_actions", require_int("n_actions", self.n_actions, 2))
+
+    def init(self, rng: np.random.Generator) -> Params:
+        """Zero initial weights ``(W,)`` of linear Q-learning (Watkins 1989), W shaped
+        (n_features, A) (``rng`` unused: no randomness)."""
+        return (np.zeros((self.n_features, self.n_actions)),)
+
+    def forward(self, params: Params, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``Q_theta = phi(s) W`` (Wang & Hegde 2019, Alg. 1, with a linear Q) at ``states``
+        (R, N) as (R, N, A), and the features."""
+        phi = self.features(states)
+        return np.matmul(phi, params[0]), phi
+
+    @staticmethod
+    def backward(params: Params, phi: np.ndarray, dq: np.ndarray) -> Params:
+        """Gradient of ``sum(dq * Q)``, ``phi^T dq``, for the SGD step of Wang & Hegde (2019,
+        Alg. 1 line 22)."""
+        return (np.matmul(phi.transpose(0, 2, 1), dq),)
+
+
+def tabular_q(n_bins: int, n_actions: int = N_ACTIONS) -> LinearQ:
+    """Tabular Q-learning (Watkins 1989) on ``n_bins`` equal cells of [0, 1] as a
+    :class:`LinearQ` with one-hot features (s = 1 falls in the last cell)."""
+    n_bins = require_int("n_bins", n_bins)
+    eye = np.eye(n_bins)
+
+    def one_hot(states: np.ndarray) -> np.ndarray:
+        return eye[np.minimum((states * n_bins).astype(np.int64), n_bins - 1)]
+
+    return LinearQ(one_hot, n_bins, n_actions)
+
+
+Learner = MLPQ | LinearQ
+
+
+def _require_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class QLearningConfig:
+    """Settings of :func:`train`; the defaults are the authors' DQN (public code of Wang &
+    Hegde 2019, after PyTorch's DQN tutorial): 100 episodes, batch 128, gamma 0.999, replay
+    10,000, epsilon ``0.05 + 0.85 exp(-step/200)``, target network copied after episodes 0,
+    10, 20, ... (``None``: no target network, Alg. 1), RMSprop (PyTorch defaults lr 0.01,
+    alpha 0.99, eps 1e-8), Huber loss, gradients clamped to [-1, 1] (``None``: no clamp),
+    OU kernel beta = 1, fresh noise paths every 50 steps (each episode), no bootstrap at
+    truncation. See the module docstring for ``target_noise`` and ``loss``."""
+
+    n_episodes: int = 100
+    batch_size: int = 128
+    gamma: float = 0.999
+    replay_capacity: int = 10_000
+    epsilon_start: float = 0.9
+    epsilon_end: float = 0.05
+    epsilon_decay: float = 200.0
+    target_update_episodes: int | None = 10
+    optimizer: str = "rmsprop"
+    learning_rate: float = 0.01
+    rmsprop_alpha: float = 0.99
+    rmsprop_eps: float = 1e-8
+    loss: str = "huber"
+    grad_clip: float | None = 1.0
+    beta: float = 1.0
+    reset_period: int = 50
+    target_noise: str = "shared"
+    bootstrap_truncation: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("n_episodes", "batch_size", "replay_capacity", "reset_period"):
+            require_int(name, getattr(self, name))
+        if self.batch_size > self.replay_capacity:
+            raise ValueError(f"batch_size ({self.batch_size}) must be <= replay_capacity "
+                             f"({self.replay_capacity})")
+        for name in ("gamma", "epsilon_start", "epsilon_end", "rmsprop_alpha"):
+            require_probability(name, getattr(self, name))
+        for name in ("epsilon_decay", "learning_rate", "rmsprop_eps", "beta"):
+            require_positive(name, getattr(self, name))
+        if self.target_update_episodes is not None:
+            require_int("target_update_episodes", self.target_update_episodes)
+        if self.grad_clip is not None:
+            require_positive("grad_clip", self.grad_clip)
+        _require_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _require_choice("loss", self.loss, LOSSES)
+        _require_choice("target_noise", self.target_noise, TARGET_NOISE)
+        if not isinstance(self.bootstrap_truncation, bool):
+            raise ValueError(f"bootstrap_truncation must be a bool, got "
+                             f"{self.bootstrap_truncation!r}")
+
+    def epsilon(self, step: int) -> float:
+        """Exploration rate before environment step ``step`` (0-based), as the authors'
+        code: ``end + (start - end) exp(-step / decay)``."""
+        return self.epsilon_end + (self.epsilon_start - self.epsilon_end) * math.exp(
+            -step / self.epsilon_decay)
+
+
+#: The authors' DQN setting (Wang & Hegde 2019, Sec. 4; public code).
+AUTHORS_DQN = QLearningConfig()
+
+
+class _Noise:
+    """``g_a(s)`` of all R runs (Alg. 1 lines 14-18): :class:`RunPaths` over the runs with
+    sigma > 0 (one path per action), exactly zero for the others (plain DQN)."""
+
+    def __init__(self, sigmas: np.ndarray, beta: float, rngs: Sequence[np.random.Generator],
+                 n_actions: int) -> None:
+        self.n_runs, self.n_actions = sigmas.size, n_actions
+        self._noisy = np.flatnonzero(sigmas > 0)
+        self._paths = RunPaths(sigmas[self._noisy], beta, [rngs[i] for i in self._noisy],
+                               n_actions) if self._noisy.size else None
+        self.n_resets = 0
+
+    def refresh(self, points: np.ndarray) -> np.ndarray:
+        """Fresh paths (Alg. 1 lines 7-8), drawn at ``points`` (R, K); values (R, K, A)."""
+        self.n_resets += 1
+        return self._apply("refresh", points)
+
+    def extend(self, points: np.ndarray) -> np.ndarray:
+        """The paths at one state per run (R,), sampled if new; values (R, A)."""
+        return self._apply("extend", points)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        """The paths at states (R, N); values (R, N, A)."""
+        return self._apply("__call__", points)
+
+    def _apply(self, method: str, points: np.ndarray) -> np.ndarray:
+        """``RunPaths.<method>`` on the noisy runs' points, zeros for the others."""
+        values = np.zeros(points.shape + (self.n_actions,))
+        if self._paths is not None:
+            values[self._noisy] = getattr(self._paths, method)(points[self._noisy])
+        return values
+
+
+@dataclass(frozen=True, eq=False)
+class NoisyQ:
+    """The released functions ``Q~(s, a) = Q_theta(s, a) + g_a(s)`` of R runs (Wang & Hegde
+    2019, Alg. 1 lines 12 and 24, Prop. 9), ``g`` the runs' current noise paths. Queries
+    extend the paths lazily and consistently (a state asked twice gets the same value)."""
+
+    learner: Learner
+    params: Params
+    noise: _Noise
+
+    def __call__(self, states: ArrayLike) -> np.ndarray:
+        """``Q~`` at ``states`` (R, N) in [0, 1], as (R, N, A)."""
+        states = require_array("states", states, ndim=2)
+        if states.shape[0] != self.noise.n_runs:
+            raise ValueError(f"states must have one row per run ({self.noise.n_runs}), "
+                             f"got shape {states.shape}")
+        require_in_bounds("states", states, 0.0, 1.0)
+        return self.learner.forward(self.params, states)[0] + self.noise(states)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """Output of :func:`train` for R runs, H steps per episode, E episodes.
+
+    ``returns`` (R, E): undiscounted return of every training episode (Fig. 1 plots it
+    against ``H (e + 1)`` samples); ``states`` (R, E, H + 1), ``actions`` (R, E, H): the
+    training trajectories; ``grid`` (G,), ``released_q`` and ``network_q`` (R, G, A): the
+    released ``Q_theta + g`` and the network alone on the grid; ``released``: the released
+    functions (:class:`NoisyQ`); ``n_resets``: noise paths drawn per run (J, the first
+    included); ``n_updates``: SGD steps per run."""
+
+    sigmas: np.ndarray
+    returns: np.ndarray
+    states: np.ndarray
+    actions: np.ndarray
+    grid: np.ndarray
+    released_q: np.ndarray
+    network_q: np.ndarray
+    released: NoisyQ
+    n_resets: int
+    n_updates: int
+
+
+class _Log:
+    """Every transition of every run, one float64 row ``[s, a, r, s', done, g(s), g'(s')]``
+    per step, (R, T, 5 + 2A), with ``g`` the current paths' values (``g'`` the target's):
+    the replay buffer is the last ``replay_capacity`` rows, and a batch gathers whole rows
+    (one cache line or two per transition)."""
+
+    def __init__(self, n_runs: int, n_steps: int, n_actions: int) -> None:
+        self.data = np.zeros((n_runs, n_steps, 5 + 2 * n_actions))
+        self.n_actions = n_actions
+
+    states = property(lambda self: self.data[:, :, 0])
+    actions = property(lambda self: self.data[:, :, 1].astype(np.int64))
+    rewards = property(lambda self: self.data[:, :, 2])
+    next_states = property(lambda self: self.data[:, :, 3])
+    noise = property(lambda self: self.data[:, :, 5:5 + self.n_actions])
+    next_noise = property(lambda self: self.data[:, :, 5 + self.n_actions:])
+
+    def record(self, step: int, s: np.ndarray, a: np.ndarray, r: np.ndarray,
+               s_next: np.ndarray, done: bool, g: np.ndarray, g_next: np.ndarray) -> None:
+        """Store transition ``step`` of every run."""
+        row = self.data[:, step]
+        row[:, 0], row[:, 1], row[:, 2], row[:, 3], row[:, 4] = s, a, r, s_next, done
+        row[:, 5:5 + self.n_actions], row[:, 5 + self.n_actions:] = g, g_next
+
+    def batch(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The transitions ``rows`` (R, B) of each run: s, a, r, s', done, g, g'."""
+        n_runs, n_steps, width = self.data.shape
+        batch = self.data.reshape(n_runs * n_steps, width)[
+            rows + n_steps * np.arange(n_runs)[:, None]]
+        n = self.n_actions
+        return (batch[..., 0], batch[..., 1].astype(np.int64), batch[..., 2], batch[..., 3],
+                batch[..., 4] != 0, batch[..., 5:5 + n], batch[..., 5 + n:])
+
+
+@dataclass
+class _State:
+    """Mutable training state of the batched runs."""
+
+    params: Params
+    target: Params
+    moments: Params
+    noise: _Noise
+    target_noise: _Noise
+    n_updates: int = 0
+
+
+def _sigmas(sigmas: ArrayLike, rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    sigmas = require_array("sigmas", sigmas, ndim=1)
+    if np.any(sigmas < 0):
+        raise ValueError(f"sigmas must be >= 0, got min {sigmas.min()}")
+    if len(rngs) != sigmas.size or not all(isinstance(r, np.random.Generator) for r in rngs):
+        raise ValueError(f"rngs must be {sigmas.size} numpy Generators (one per run)")
+    return sigmas
+
+
+def train(learner: Learner, config: QLearningConfig, sigmas: ArrayLike,
+          rngs: Sequence[np.random.Generator], mdp: LineMDP = LineMDP(),
+          grid: ArrayLike | None = None) -> TrainResult:
+    """Algorithm 1 of Wang & Hegde (2019), Q-learning with functional noise, for R runs in
+    one batch: run i has noise level ``sigmas[i]`` (0: plain DQN) and generator ``rngs[i]``
+    (split as in the module docstring). Per environment step: fresh paths if
+    ``step % reset_period == 0`` (lines 7-8), act on ``Q_theta + g`` (line 12), extend the
+    paths to the next state (lines 14-18), and once B transitions are stored one SGD step on
+    a replay batch with targets and residuals from ``Q + g`` (lines 19-22). ``grid``
+    (default 101 points) is where the released Q is tabulated."""
+    if not isinstance(learner, (MLPQ, LinearQ)):
+        raise ValueError(f"learner must be an MLPQ or LinearQ, got {type(learner).__name__}")
+    if not isinstance(config, QLearningConfig):
+        raise ValueError(f"config must be a QLearningConfig, got {type(config).__name__}")
+    sigmas = _sigmas(sigmas, rngs)
+    grid = np.linspace(0, 1, 101) if grid is None else require_in_bounds(
+        "grid", require_array("grid", grid, ndim=1), 0.0, 1.0)
+    streams = [dict(zip(_STREAMS, rng.spawn(len(_STREAMS)))) for rng in rngs]
+    params = _stack([learner.init(s["init"]) for s in streams])
+    noise = _Noise(sigmas, config.beta, [s["noise"] for s in streams], learner.n_actions)
+    target_noise = noise if config.target_noise == "shared" else _Noise(
+        sigmas, config.beta, [s["target_noise"] for s in streams], learner.n_actions)
+    state = _State(params, params, tuple(np.zeros_like(p) for p in params), noise,
+                   target_noise)
+    log = _run_episodes(learner, config, mdp, state, streams)
+    released = NoisyQ(learner, state.params, noise)
+    grid_states = np.broadcast_to(grid, (sigmas.size, grid.size))
+    shape = (sigmas.size, config.n_episodes, mdp.horizon)
+    states = np.concatenate([log.states.reshape(shape),
+                             log.next_states.reshape(shape)[:, :, -1:]], axis=2)
+    return TrainResult(sigmas, log.rewards.reshape(shape).sum(axis=2), states,
+                       log.actions.reshape(shape), grid, released(grid_states),
+                       learner.forward(state.params, grid_states)[0], released,
+                       noise.n_resets, state.n_updates)
+
+
+def _stack(per_run: Sequence[Params]) -> Params:
+    return tuple(np.stack(arrays) for arrays in zip(*per_run))
+
+
+def _run_episodes(learner: Learner, config: QLearningConfig, mdp: LineMDP, state: _State,
+                  streams: list[dict]) -> _Log:
+    """The environment loop of every run in lockstep; returns the transition log."""
+    n_runs, horizon = len(streams), mdp.horizon
+    log = _Log(n_runs, config.n_episodes * horizon, learner.n_actions)
+    for episode in range(config.n_episodes):
+        uniforms = np.stack([s["env"].random(horizon + 1) for s in streams])
+        explore_u = np.stack([s["explore"].random(horizon) for s in streams])
+        explore_a = np.stack([s["explore"].integers(0, learner.n_actions, horizon)
+                              for s in streams])
+        s = uniforms[:, 0]
+        for t in range(horizon):
+            step = episode * horizon + t
+            if step % config.reset_period == 0:
+                _reset(config, state, log, step)
+            g = state.noise.extend(s)
+            noisy_q = learner.forward(state.params, s[:, None])[0][:, 0] + g
+            a = np.where(explore_u[:, t] < config.epsilon(step), explore_a[:, t],
+                         np.argmax(noisy_q, axis=1))
+            s_next, r = mdp.transition(s, a, uniforms[:, t + 1])
+            done = t == horizon - 1 and not config.bootstrap_truncation
+            log.record(step, s, a, r, s_next, done, g, state.target_noise.extend(s_next))
+            if step + 1 >= config.batch_size:
+                _update(learner, config, state, log.batch(_replay_rows(config, step, streams)))
+            s = s_next
+        if config.target_update_episodes and episode % config.target_update_episodes == 0:
+            state.target = state.params
+    return log
+
+
+def _window_start(config: QLearningConfig, step: int) -> int:
+    """First transition still in the replay buffer once transition ``step`` is stored."""
+    return max(0, step + 1 - config.replay_capacity)
+
+
+def _replay_rows(config: QLearningConfig, step: int, streams: list[dict]) -> np.ndarray:
+    """B transitions per run, uniform without replacement from the buffer, one
+    ``choice`` call on each run's replay stream."""
+    start = _window_start(config, step)
+    return start + np.stack([s["replay"].choice(step + 1 - start, config.batch_size,
+                                                replace=False) for s in streams])
+
+
+def _reset(config: QLearningConfig, state: _State, log: _Log, step: int) -> None:
+    """Fresh paths (Alg. 1 lines 7-8) before ``step``, drawn at once at every state the
+    replay buffer can still return (marginalising over unused points changes nothing)."""
+    window = slice(_window_start(config, step), step)
+    states, next_states = log.states[:, window], log.next_states[:, window]
+    if state.noise is state.target_noise:
+        values = state.noise.refresh(np.concatenate([states, next_states], axis=1))
+        log.noise[:, window], log.next_noise[:, window] = np.split(values, 2, axis=1)
+    else:
+        log.noise[:, window] = state.noise.refresh(states)
+        log.next_noise[:, window] = state.target_noise.refresh(next_states)
+
+
+def _update(learner: Learner, config: QLearningConfig, state: _State,
+            batch: tuple[np.ndarray, ...]) -> None:
+    """One SGD step of every run on its batch (Alg. 1 lines 19-22): residual
+    ``Q(s, a) + g_a(s) - r - gamma (1 - done) max_b [Q'(s', b) + g'_b(s')]``, ``Q'`` the
+    target network (or Q itself), ``g' = g`` unless ``target_noise="separate"``."""
+    s, a, r, s_next, done, g, g_next = batch
+    q, cache = learner.forward(state.params, s)
+    target = state.target if config.target_update_episodes else state.params
+    q_next = learner.forward(target, s_next)[0] + g_next
+    y = r + config.gamma * np.where(done, 0.0, q_next.max(axis=2))
+    taken = a[..., None]
+    delta = np.take_along_axis(q + g, taken, axis=2)[..., 0] - y
+    grad_q = np.clip(delta, -1.0, 1.0) if config.loss == "huber" else delta
+    dq = np.zeros_like(q)
+    np.put_along_axis(dq, taken, grad_q[..., None] / s.shape[1], axis=2)
+    grads = learner.backward(state.params, cache, dq)
+    if config.grad_clip is not None:
+        grads = tuple(np.clip(grad, -config.grad_clip, config.grad_clip) for grad in grads)
+    state.params, state.moments = _optimizer_step(config, state.params, state.moments, grads)
+    state.n_updates += 1
+
+
+def _optimizer_step(config: QLearningConfig, params: Params, moments: Params,
+                    grads: Params) -> tuple[Params, Params]:
+    """SGD, or RMSprop as PyTorch (Tieleman & Hinton 2012): ``v <- alpha v + (1 - alpha)
+    grad^2``, ``theta <- theta - lr grad / (sqrt(v) + eps)``."""
+    lr = config.learning_rate
+    if config.optimizer == "sgd":
+        return tuple(p - lr * g for p, g in zip(params, grads)), moments
+    alpha, eps = config.rmsprop_alpha, config.rmsprop_eps
+    moments = tuple(alpha * v + (1 - alpha) * (g * g) for v, g in zip(moments, grads))
+    return (tuple(p - lr * (g / (np.sqrt(v) + eps)) for p, g, v in zip(params, grads, moments)),
+            moments)
+
+
+def sweep(learner: Learner, config: QLearningConfig, sigma_levels: Sequence[float],
+          seeds: Sequence[int], root_seed: int, mdp: LineMDP = LineMDP()) -> TrainResult:
+    """Fig. 1 of Wang & Hegde (2019): Algorithm 1 at every noise level and seed, one batch,
+    runs ordered level-major (run ``k * len(seeds) + i`` is level k, seed i). Seed i uses
+    ``trial_generator(root_seed, seeds[i])`` at every level (common random numbers, as the
+    authors' code reuses its seeds across noise levels)."""
+    sigma_levels = require_array("sigma_levels", sigma_levels, ndim=1)
+    seeds = [require_int("seed", s, minimum=0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    rngs = [trial_generator(root_seed, s) for _ in sigma_levels for s in seeds]
+    return train(learner, config, np.repeat(sigma_levels, len(seeds)), rngs, mdp)
+
+
+def evaluate_greedy(released: NoisyQ, n_episodes: int, rngs: Sequence[np.random.Generator],
+                    mdp: LineMDP = LineMDP()) -> np.ndarray:
+    """Average undiscounted return of the greedy policy ``argmax_a Q_theta(s, a) + g_a(s)``
+    w.r.t. each run's released noisy Q (Wang & Hegde 2019, Alg. 1 line 24) over
+    ``n_episodes`` episodes, shape (R,). Run i's episodes draw an (H + 1, K) array of
+    uniforms from ``rngs[i]`` (start states, then one row per step). The paths are copied,
+    so ``released`` is left as it was and each evaluation is reproducible."""
+    if not isinstance(released, NoisyQ):
+        raise ValueError(f"released must be a NoisyQ, got {type(released).__name__}")
+    n_episodes, n_runs = require_int("n_episodes", n_episodes), released.noise.n_runs
+    if len(rngs) != n_runs or not all(isinstance(r, np.random.Generator) for r in rngs):
+        raise ValueError(f"rngs must be {n_runs} numpy Generators (one per run)")
+    policy = replace(released, noise=copy.deepcopy(released.noise))
+    uniforms = np.stack([rng.random((mdp.horizon + 1, n_episodes)) for rng in rngs])
+    states, total = uniforms[:, 0], np.zeros((n_runs, n_episodes))
+    for t in range(mdp.horizon):
+        states, rewards = mdp.transition(states, np.argmax(policy(states), axis=2),
+                                         uniforms[:, t + 1])
+        total += rewards
+    return total.mean(axis=1)
