@@ -67,7 +67,9 @@ class FourierBasis:
         for i in range(d):
             require_in_bounds(f"states[..., {i}]", states[..., i], self.low[i], self.high[i])
         scaled = (states - self.low) / (self.high - self.low)
-        return np.cos(np.pi * scaled @ self._coefficients.T)
+        # c . x as an elementwise sum, not a BLAS product: a row's bits must not depend on
+        # how many rows are computed with it (batch invariance, dprl.experiments.registry)
+        return np.cos(np.pi * (scaled[..., None, :] * self._coefficients).sum(axis=-1))
 
     def step_size_scaling(self) -> np.ndarray:
         """Per-feature step-size factors ``1 / ||c||_2`` (1 for ``c = 0``), as in Konidaris

@@ -87,3 +87,17 @@ def test_bad_feature_parameters(call):
 def test_fourier_rejects_bad_states(states):
     with pytest.raises(ValueError):
         FourierBasis(3, [0, 0], [1, 1])(states)
+
+
+def test_fourier_rows_do_not_depend_on_the_batch():
+    """A state's features are the same bits whichever states are computed with it."""
+    from dprl.features import FourierBasis
+
+    basis = FourierBasis(5, [-1.2, -0.07], [0.6, 0.07])
+    rng = np.random.default_rng(0)
+    states = np.column_stack([rng.uniform(-1.2, 0.6, 3000), rng.uniform(-0.07, 0.07, 3000)])
+    together = basis(states)
+    pieces = np.concatenate([basis(states[:5]), basis(states[5:1001]), basis(states[1001:])])
+    np.testing.assert_array_equal(together, pieces)
+    for i in (0, 17, 2999):
+        np.testing.assert_array_equal(basis(states[i]), together[i])
