@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from dprl.envs.trajectories import Trajectories, _integer_array
+from dprl.envs.trajectories import EpisodeBatch, Trajectories, _integer_array
 from dprl.validation import frozen_copy, require_finite, require_in_bounds, require_int
 
 
@@ -87,7 +87,7 @@ class UniformPolicy:
 
 
 @dataclass(frozen=True)
-class Episodes:
+class Episodes(EpisodeBatch):
     """Episodes with batch shape ``(*datasets, n)`` (as :class:`~dprl.envs.Trajectories`).
 
     - ``observations``: ``(*batch, H + 1, d)`` float, ``o_0 .. o_L`` then NaN padding.
@@ -115,21 +115,6 @@ class Episodes:
         for name, value in fields.items():
             object.__setattr__(self, name, value if name == "reward_range" or value is None
                                else frozen_copy(value))
-
-    @property
-    def horizon(self) -> int:
-        """``H``, the most transitions an episode can have."""
-        return self.rewards.shape[-1]
-
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        """``(*datasets, n)``."""
-        return self.lengths.shape
-
-    @property
-    def transition_mask(self) -> np.ndarray:
-        """``(*batch, H)`` bool, True at the real transitions ``t < L``."""
-        return np.arange(self.horizon) < self.lengths[..., None]
 
     def first(self, m: int) -> Episodes:
         """The first ``m`` episodes of every data set."""

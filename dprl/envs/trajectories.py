@@ -23,8 +23,31 @@ def _integer_array(name: str, value) -> np.ndarray:
     return array.astype(np.int64)
 
 
+class EpisodeBatch:
+    """What batches of episodes share (:class:`Trajectories`, :class:`~dprl.envs.Episodes`):
+    ``rewards`` ``(*batch, H)`` and ``lengths`` ``(*batch,)``."""
+
+    rewards: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def horizon(self) -> int:
+        """``H``, the most transitions an episode can have."""
+        return self.rewards.shape[-1]
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """``(*datasets, n)``."""
+        return self.lengths.shape
+
+    @property
+    def transition_mask(self) -> np.ndarray:
+        """``(*batch, H)`` bool, True at the real transitions ``t < L``."""
+        return np.arange(self.horizon) < self.lengths[..., None]
+
+
 @dataclass(frozen=True)
-class Trajectories:
+class Trajectories(EpisodeBatch):
     """Episodes with batch shape ``(*datasets, n)``: the last batch axis holds the ``n``
     trajectories of one data set, any leading axes index independent data sets (trials).
 
@@ -75,21 +98,6 @@ class Trajectories:
                             ("terminated", terminated)):
             object.__setattr__(self, name, frozen_copy(value))
         object.__setattr__(self, "reward_range", (low, high))
-
-    @property
-    def horizon(self) -> int:
-        """``H``, the most transitions a trajectory can have."""
-        return self.rewards.shape[-1]
-
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        """``(*datasets, n)``."""
-        return self.lengths.shape
-
-    @property
-    def transition_mask(self) -> np.ndarray:
-        """``(*batch, H)`` bool, True at the real transitions ``t < L``."""
-        return np.arange(self.horizon) < self.lengths[..., None]
 
     def first(self, m: int) -> Trajectories:
         """The first ``m`` trajectories of every data set (nested data sets of size ``m``)."""
