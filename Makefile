@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 2
+# dprl.floating_point's settings (numpy and OpenBLAS pinned to AVX2 kernels, one BLAS thread),
+# so that every process started here computes the same bits as the committed results
+PINNED = env $(shell $(BIN)/python -m dprl env)
 
 .PHONY: book test install lab refresh clean
 
@@ -16,21 +19,21 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/jupyter-book build . -W --keep-going --all
+	$(PINNED) $(BIN)/jupyter-book build . -W --keep-going --all
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
+	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab book/
+	$(PINNED) $(BIN)/jupyter lab book/
 
 # Re-execute chapters in place and store their new outputs: make refresh NB=book/primer/*.ipynb
 # By default every chapter, then the appendix (its scorecard collects the chapters' verdicts).
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -not -path 'book/appendix/*' | sort) \
 	$(shell find book/appendix -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 refresh: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	$(PINNED) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=1200 $(NB)
 
 clean:

@@ -16,6 +16,20 @@ The package behind the dprl book. Submodules:
 - :mod:`dprl.experiments`: the experiment registry, runner, provenance and result loader.
 - :mod:`dprl.plotting`: the book's figure style.
 - :mod:`dprl.determinism`: deterministic torch, generators tied to numpy streams.
+- :mod:`dprl.floating_point`: the CPU dispatch pinned so that results are the same bits on
+  every x86-64-v3 machine (set here, before numpy is loaded).
 """
+
+import warnings
+
+from dprl import floating_point
+
+_unpinned = floating_point.pin()
+if _unpinned:
+    warnings.warn("dprl: numpy is not pinned to the reproducible floating-point configuration "
+                  "(results may differ in the last bits from the committed ones; set the "
+                  "variables before numpy is imported, e.g. with `make lab` or "
+                  "`env $(python -m dprl env) jupyter lab`): " + "; ".join(_unpinned),
+                  RuntimeWarning, stacklevel=2)
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dprl list | run <id> [--scale paper] | bench``."""
+"""Command line: ``python -m dprl list | run <id> [--scale paper] | bench | env``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _env(_: argparse.Namespace) -> int:
+    from dprl.floating_point import shell_assignments
+
+    print(shell_assignments())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m dprl`` and the ``dprl`` script."""
     from dprl.experiments.runner import RESULTS_DIR
@@ -49,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("name", nargs="*", help="benchmarks to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="small sizes, for tests")
     bench.set_defaults(func=_bench)
+    commands.add_parser("env", help="the floating-point settings that make results the same "
+                        "bits on every x86-64-v3 machine, as NAME=value words for env"
+                        ).set_defaults(func=_env)
     args = parser.parse_args(argv)
     return args.func(args)
 

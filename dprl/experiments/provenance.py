@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dprl import floating_point
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict
 from dprl.paths import REPO_ROOT
 
@@ -45,9 +46,12 @@ def package_versions() -> dict[str, str | None]:
 
 
 def machine() -> dict[str, Any]:
-    """The machine a result was computed on."""
+    """The machine a result was computed on, and its floating-point pinning
+    (:mod:`dprl.floating_point`: the variables in effect, and what kept it from them)."""
+    pinned = {name: os.environ.get(name) for name in floating_point.settings()}
     return {"platform": platform.platform(), "processor": platform.machine(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "floating_point": pinned, "unpinned": floating_point.problems()}
 
 
 def provenance(experiment: Experiment, scale: str, config: TrialConfig,
