@@ -17,7 +17,8 @@ def _list(_: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart)
+    result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
+                 jobs=args.jobs)
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
           f"{result.provenance['wall_time_s']:.1f} s of compute")
     return 0
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner.add_argument("--results-dir", default=RESULTS_DIR)
     runner.add_argument("--restart", action="store_true",
                         help="discard finished trials of an interrupted run")
+    runner.add_argument("--jobs", type=int, default=1,
+                        help="batches computed at once in separate processes (same result)")
     runner.set_defaults(func=_run)
     bench = commands.add_parser("bench", help="speed benchmarks, as ratios to a reference")
     bench.add_argument("name", nargs="*", help="benchmarks to run (default: all)")

@@ -67,9 +67,13 @@ class FourierBasis:
         for i in range(d):
             require_in_bounds(f"states[..., {i}]", states[..., i], self.low[i], self.high[i])
         scaled = (states - self.low) / (self.high - self.low)
-        # c . x as an elementwise sum, not a BLAS product: a row's bits must not depend on
-        # how many rows are computed with it (batch invariance, dprl.experiments.registry)
-        return np.cos(np.pi * (scaled[..., None, :] * self._coefficients).sum(axis=-1))
+        # c . x summed term by term in order (the bits of a sum over a short last axis), not
+        # a BLAS product: a row's bits must not depend on how many rows are computed with it
+        # (batch invariance, dprl.experiments.registry)
+        dot = scaled[..., 0, None] * self._coefficients[:, 0]
+        for i in range(1, d):
+            dot = dot + scaled[..., i, None] * self._coefficients[:, i]
+        return np.cos(np.pi * dot)
 
     def step_size_scaling(self) -> np.ndarray:
         """Per-feature step-size factors ``1 / ||c||_2`` (1 for ``c = 0``), as in Konidaris

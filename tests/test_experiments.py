@@ -182,3 +182,14 @@ def test_command_line_run_and_list(tmp_path, capsys):
     assert main(["list"]) == 0
     listing = capsys.readouterr().out
     assert "test-toy: toy" in listing and "paper" in listing
+
+
+def test_parallel_batches_give_the_same_result(tmp_path):
+    serial = run("primer-policy-evaluation", "smoke", tmp_path / "serial", progress=False)
+    parallel = run("primer-policy-evaluation", "smoke", tmp_path / "parallel", progress=False,
+                   jobs=2)
+    assert serial.arrays.keys() == parallel.arrays.keys()
+    for name, array in serial.arrays.items():
+        assert np.array_equal(array, parallel[name], equal_nan=True), name
+    with pytest.raises(ValueError, match="jobs"):
+        run("primer-policy-evaluation", "smoke", tmp_path / "bad", jobs=0)

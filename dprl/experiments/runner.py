@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from dprl.experiments.provenance import git_state, provenance
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
 from dprl.paths import RESULTS_DIR
 from dprl.seeding import trial_generators
+from dprl.validation import require_int
 
 
 @dataclass(frozen=True)
@@ -66,26 +69,32 @@ def compute_trials(experiment: Experiment, config: TrialConfig,
 
 
 def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESULTS_DIR,
-        resume: bool = True, progress: bool = True) -> Result:
+        resume: bool = True, progress: bool = True, jobs: int = 1) -> Result:
     """Run every trial of ``experiment_id`` at ``scale`` and write the result with provenance.
 
     Finished batches survive an interruption; with ``resume`` a rerun computes only the rest
-    (the partial folder is discarded if its config differs from the current one).
+    (the partial folder is discarded if its config differs from the current one). With
+    ``jobs > 1`` batches run in that many processes at once; the result is the same bits,
+    since every experiment is batch-invariant.
     """
     experiment = get(experiment_id)
     config = experiment.config(scale)
+    jobs = require_int("jobs", jobs)
     arrays_path, sidecar_path, partial = result_paths(experiment_id, scale, results_dir)
     done = _prepare_partial(partial, config, resume)
     batches = _batches(config)
+    todo = [batch for batch in batches if batch not in done]
     bar = tqdm(total=config.n_trials, desc=experiment_id, unit="trial", disable=not progress)
-    bar.update(sum(stop - start for start, stop in batches if (start, stop) in done))
-    for start, stop in batches:
-        if (start, stop) in done:
-            continue
-        started = time.perf_counter()
-        arrays = compute_trials(experiment, config, range(start, stop))
-        _save_batch(partial, start, stop, arrays, time.perf_counter() - started)
-        bar.update(stop - start)
+    bar.update(config.n_trials - sum(stop - start for start, stop in todo))
+    if jobs == 1:
+        for start, stop in todo:
+            bar.update(_compute_batch(experiment_id, scale, start, stop, partial))
+    else:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_compute_batch, experiment_id, scale, start, stop, partial)
+                       for start, stop in todo]
+            for future in as_completed(futures):
+                bar.update(future.result())
     bar.close()
     arrays, wall_time = _gather(partial, batches)
     record = provenance(experiment, scale, config, arrays, wall_time)
@@ -156,6 +165,16 @@ def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tu
     _write_text(marker, json.dumps(wanted, indent=1))
     found = (_BATCH_FILE.fullmatch(path.name) for path in partial.iterdir())
     return {(int(m[1]), int(m[2])) for m in found if m}
+
+
+def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partial: Path) -> int:
+    """Compute trials ``start .. stop - 1`` and save them as one batch; returns their number
+    (a top-level function, so that worker processes can run it)."""
+    experiment = get(experiment_id)
+    started = time.perf_counter()
+    arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
+    _save_batch(partial, start, stop, arrays, time.perf_counter() - started)
+    return stop - start
 
 
 def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
