@@ -151,10 +151,11 @@ def test_matrix_and_transition_gradients_agree(monkeypatch):
     by_transitions = fallback.gradient
     rng = np.random.default_rng(12)
     for _ in range(20):
-        picked = rng.integers(50, size=3)
-        theta, w = rng.standard_normal((3, 40)), rng.standard_normal((3, 40))
-        np.testing.assert_allclose(by_matrices(picked, theta, w),
-                                   by_transitions(picked, theta, w), rtol=1e-12, atol=1e-14)
+        datasets, picked = rng.integers(3, size=5), rng.integers(50, size=5)
+        theta, w = rng.standard_normal((5, 40)), rng.standard_normal((5, 40))
+        np.testing.assert_allclose(by_matrices(datasets, picked, theta, w),
+                                   by_transitions(datasets, picked, theta, w), rtol=1e-12,
+                                   atol=1e-14)
 
 
 def test_prepared_data_gives_the_same_run_and_is_checked():
@@ -175,3 +176,57 @@ def test_prepared_data_gives_the_same_run_and_is_checked():
     with pytest.raises(ValueError, match="prepared was made"):
         primal_dual_descent(data.first(30), features, 0.9, 0.1, 10, trial_generators(1, 2),
                             prepared=ready)
+
+
+def _runs_setup():
+    from dprl.xie2019.gpope import prepare
+
+    data = ChainMDP(n_states=10).sample((3, 80), np.random.default_rng(21))
+    features = tabular_features(10)
+    return data, features, prepare(data, features, 0.9)
+
+
+def test_runs_reproduce_gpope_and_gtd2_on_each_data_set():
+    from dprl.xie2019 import gpope_runs
+
+    data, features, ready = _runs_setup()
+    theta, w = gpope_runs(ready, [0, 1, 2], [0.1] * 3, 200, 0.5, 1.0, 1e-5,
+                          trial_generators(4, 3))
+    expected = gpope(data, features, 0.9, 0.1, 200, 0.5, 1.0, 1e-5, trial_generators(4, 3))
+    np.testing.assert_array_equal(theta, expected[0])
+    np.testing.assert_array_equal(w, expected[1])
+    theta, _ = gpope_runs(ready, [0, 1, 2], [0.1] * 3, 200, 0.5, np.inf, 1e-5,
+                          trial_generators(4, 3))
+    plain, _ = primal_dual_descent(data, features, 0.9, 0.1, 200, trial_generators(4, 3))
+    np.testing.assert_array_equal(theta, plain)
+
+
+def test_a_run_does_not_depend_on_the_runs_computed_with_it():
+    from dprl.xie2019 import gpope_runs
+
+    _, _, ready = _runs_setup()
+    datasets, steps, eps = [2, 0, 2, 1], [0.1, 0.3, 0.03, 0.1], [1.0, np.inf, 10.0, 1.0]
+    together, _ = gpope_runs(ready, datasets, steps, 300, 0.5, eps, 1e-5,
+                             trial_generators(6, 4))
+    for r in range(4):
+        alone, _ = gpope_runs(ready, datasets[r:r + 1], steps[r:r + 1], 300, 0.5, eps[r],
+                              1e-5, trial_generators(6, 4)[r:r + 1])
+        np.testing.assert_array_equal(alone[0], together[r])
+    assert not np.array_equal(together[0], together[3])  # own streams, own noise
+
+
+def test_runs_reject_bad_arguments():
+    from dprl.xie2019 import gpope_runs
+
+    _, _, ready = _runs_setup()
+    rngs = trial_generators(0, 2)
+    with pytest.raises(ValueError, match="data-set indices"):
+        gpope_runs(ready, [0, 3], [0.1, 0.1], 10, 1.0, 1.0, 1e-5, rngs)
+    with pytest.raises(ValueError, match="step_sizes"):
+        gpope_runs(ready, [0, 1], [0.1, 0.0], 10, 1.0, 1.0, 1e-5, rngs)
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        gpope_runs(ready, [0, 1], [0.1, 0.1], 10, 1.0, [1.0, 0.0], 1e-5, rngs)
+    with pytest.raises(ValueError, match="one per"):
+        gpope_runs(ready, [0, 1], [0.1, 0.1], 10, 1.0, 1.0, 1e-5, rngs[:1])
+    with pytest.raises(ValueError, match="prepared"):
+        gpope_runs(object(), [0, 1], [0.1, 0.1], 10, 1.0, 1.0, 1e-5, rngs)

@@ -2,7 +2,8 @@
 (gradient-perturbed GTD2) and its privacy analysis.
 
 - :mod:`~dprl.xie2019.gpope`: the primal-dual gradient (Eq. 4.1) from the per-trajectory
-  estimates (Eq. 2.2), GTD2 (Eq. 2.3) and GPOPE (Algorithm 1), vectorised over data sets.
+  estimates (Eq. 2.2), GTD2 (Eq. 2.3) and GPOPE (Algorithm 1), vectorised over data sets
+  and over runs (step sizes, privacy levels) on the same data.
 - :mod:`~dprl.xie2019.privacy`: Lemma 1 and Theorem 1 as printed, the full subsampling bound
   of Wang, Balle & Kasiviswanathan (2019, Thm. 9) for the same mechanism, the noise
   calibration GPOPE uses, and the parameter relations of Table 1 (App. A).
@@ -11,7 +12,8 @@
 """
 
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
-from dprl.xie2019.gpope import Prepared, gpope, gradient_norms, prepare, primal_dual_descent
+from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
+                                primal_dual_descent)
 from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
                                   lemma1_delta, lemma1_log_moment, lemma1_sigma,
                                   relation_signs, theorem1_constant)
@@ -23,6 +25,7 @@ __all__ = [
     "gpope",
     "gpope_delta",
     "gpope_epsilon",
+    "gpope_runs",
     "gpope_sigma",
     "gradient_norms",
     "lemma1_delta",

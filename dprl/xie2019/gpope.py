@@ -73,12 +73,13 @@ class _Episodes:
     def n_features(self) -> int:
         return self.table.shape[1]
 
-    def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray,
-                 gamma: float) -> np.ndarray:
-        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``k``,
-        ``(D, 2n)``, summed from its transitions; elementwise products only."""
-        rows = np.arange(picked.size)
-        phi = self.table[self.sources[rows, picked]]  # (D, steps, n)
+    def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray, gamma: float,
+                 datasets: np.ndarray | None = None) -> np.ndarray:
+        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``datasets[k]``
+        (default ``k``) at ``(theta[k], w[k])``, ``(R, 2n)``, summed from its transitions;
+        elementwise products only."""
+        rows = np.arange(picked.size) if datasets is None else datasets
+        phi = self.table[self.sources[rows, picked]]  # (R, steps, n)
         diff = phi - gamma * self.table[self.nexts[rows, picked]]
         per_step = self.inverse_lengths[rows, picked]
         weight = per_step * self.ratios[rows, picked]
@@ -120,10 +121,11 @@ def _trajectory_matrices(episodes: _Episodes, gamma: float
     return A.reshape(D, m, n, n), b.reshape(D, m, n), C.reshape(D, m, n, n)
 
 
-def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], picked: np.ndarray,
-                     theta: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``B_i = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1) from stored matrices."""
-    A, b, C = (M[np.arange(picked.size), picked] for M in matrices)
+def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], datasets: np.ndarray,
+                     picked: np.ndarray, theta: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``B_i = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1) from stored matrices, for
+    trajectory ``picked[k]`` of data set ``datasets[k]``."""
+    A, b, C = (M[datasets, picked] for M in matrices)
     dual = (np.einsum("dij,dj->di", A, theta) + np.einsum("dij,dj->di", C, w) - b)
     return np.concatenate([-np.einsum("dji,dj->di", A, w), dual], axis=-1)
 
@@ -140,12 +142,19 @@ class Prepared:
         self.matrices = _trajectory_matrices(self.episodes, self.gamma)
         self.off_policy = ratios is not None
 
-    def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``k``: from the
-        stored matrices (one ``(n, n)`` product per data set), else from the transitions."""
+    @property
+    def n_datasets(self) -> int:
+        """The number of data sets (the product of the batch shape but its last axis)."""
+        return self.episodes.sources.shape[0]
+
+    def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
+                 w: np.ndarray) -> np.ndarray:
+        """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set
+        ``datasets[k]`` at ``(theta[k], w[k])``: from the stored matrices (one ``(n, n)``
+        product per run), else from the transitions."""
         if self.matrices is None:
-            return self.episodes.gradient(picked, theta, w, self.gamma)
-        return _matrix_gradient(self.matrices, picked, theta, w)
+            return self.episodes.gradient(picked, theta, w, self.gamma, datasets)
+        return _matrix_gradient(self.matrices, datasets, picked, theta, w)
 
 
 def prepare(trajectories: Trajectories, features, gamma: float, ratios=None) -> Prepared:
@@ -184,12 +193,39 @@ def _initial(name: str, value, datasets: int, n: int) -> np.ndarray:
     return np.broadcast_to(require_array(name, value), (datasets, n)).copy()
 
 
-def _generators(rngs, datasets: int) -> list[np.random.Generator]:
+def _generators(rngs, count: int, per: str = "data set") -> list[np.random.Generator]:
     rngs = list(rngs) if isinstance(rngs, Sequence) else []
-    if len(rngs) != datasets or not all(isinstance(g, np.random.Generator) for g in rngs):
-        raise ValueError(f"rngs must be a sequence of {datasets} numpy Generators, one per "
-                         "data set")
+    if len(rngs) != count or not all(isinstance(g, np.random.Generator) for g in rngs):
+        raise ValueError(f"rngs must be a sequence of {count} numpy Generators, one per {per}")
     return rngs
+
+
+def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: np.ndarray,
+             clips: np.ndarray | None, noise_scales: np.ndarray,
+             rngs: Sequence[np.random.Generator], xi: np.ndarray) -> np.ndarray:
+    """``N = len(schedule)`` iterations of ``xi_r -= schedule_j steps_r (clip_{h_r}(B_i) +
+    h_r sigma_r zeta)`` for every run ``r`` on data set ``datasets[r]``, one uniformly sampled
+    trajectory per iteration and run, drawn with the noise from ``rngs[r]`` in chunks (a run
+    with ``sigma_r = 0`` draws no noise). Each run's bits depend only on its own arguments."""
+    n = data.episodes.n_features
+    noisy = noise_scales > 0
+    amplitudes = np.zeros(noise_scales.shape)
+    if noisy.any():  # callers give every noisy run a clipping bound
+        amplitudes[noisy] = clips[noisy] * noise_scales[noisy]
+    for start in range(0, schedule.size, _CHUNK):
+        size = min(_CHUNK, schedule.size - start)
+        picks = np.stack([g.integers(data.episodes.m, size=size) for g in rngs], axis=1)
+        noise = (np.stack([g.standard_normal((size, 2 * n)) if on else np.zeros((size, 2 * n))
+                           for g, on in zip(rngs, noisy)], axis=1) if noisy.any() else None)
+        for j in range(size):
+            grad = data.gradient(datasets, picks[j], xi[:, :n], xi[:, n:])
+            if clips is not None:
+                norms = np.sqrt((grad**2).sum(axis=-1))
+                grad = grad / np.maximum(1.0, norms / clips)[:, None]
+            if noise is not None:
+                grad = grad + amplitudes[:, None] * noise[j]
+            xi = xi - (schedule[start + j] * steps)[:, None] * grad
+    return xi
 
 
 def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step_size,
@@ -204,31 +240,20 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     :func:`prepare` of the same data (checked against ``gamma``, ``m`` and ``ratios``)."""
     gamma = require_nonnegative("gamma", gamma)
     data = _prepared(trajectories, features, gamma, ratios, prepared)
-    episodes, gradient = data.episodes, data.gradient
     n_iterations = require_int("n_iterations", n_iterations)
-    betas = _steps(step_size, n_iterations)
+    schedule = _steps(step_size, n_iterations)
     h = None if clip is None else require_positive("clip", clip)
     sigma = require_nonnegative("noise_scale", noise_scale)
     if sigma > 0 and h is None:
         raise ValueError("noise needs a clipping bound h (the noise is h N(0, sigma^2 I))")
-    n, datasets = episodes.n_features, episodes.sources.shape[0]
+    n, datasets = data.episodes.n_features, data.n_datasets
     rngs = _generators(rngs, datasets)
     xi = np.concatenate([_initial("theta0", theta0, datasets, n),
                          _initial("w0", w0, datasets, n)], axis=1)
-    for start in range(0, n_iterations, _CHUNK):
-        size = min(_CHUNK, n_iterations - start)
-        picks = np.stack([g.integers(episodes.m, size=size) for g in rngs], axis=1)
-        noise = (np.stack([g.standard_normal((size, 2 * n)) for g in rngs], axis=1)
-                 if sigma > 0 else None)
-        for j in range(size):
-            grad = gradient(picks[j], xi[:, :n], xi[:, n:])
-            if h is not None:
-                norms = np.sqrt((grad**2).sum(axis=-1))
-                grad = grad / np.maximum(1.0, norms / h)[:, None]
-            if noise is not None:
-                grad = grad + h * sigma * noise[j]
-            xi = xi - betas[start + j] * grad
-    shape = (*episodes.datasets, n)
+    xi = _descend(data, np.arange(datasets), schedule, np.ones(datasets),
+                  None if h is None else np.full(datasets, h), np.full(datasets, sigma),
+                  rngs, xi)
+    shape = (*data.episodes.datasets, n)
     return xi[:, :n].reshape(shape), xi[:, n:].reshape(shape)
 
 
@@ -243,7 +268,8 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
     episodes, gradient = data.episodes, data.gradient
     datasets, n = episodes.sources.shape[0], episodes.n_features
     theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
-    norms = np.stack([np.sqrt((gradient(np.full(datasets, i), theta, w) ** 2).sum(axis=-1))
+    every = np.arange(datasets)
+    norms = np.stack([np.sqrt((gradient(every, np.full(datasets, i), theta, w) ** 2).sum(axis=-1))
                       for i in range(episodes.m)], axis=-1)
     return norms.reshape(*episodes.datasets, episodes.m)
 
@@ -264,3 +290,37 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
     return primal_dual_descent(trajectories, features, gamma, step_size, n_iterations, rngs,
                                clip=clip, noise_scale=sigma, ratios=ratios, theta0=theta0,
                                w0=w0, prepared=prepared)
+
+
+def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip: float,
+               eps, delta: float, rngs: Sequence[np.random.Generator], *,
+               sensitivity: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """``R`` independent runs of GPOPE (Xie et al. 2019, Algorithm 1) on prepared data, in
+    one loop: run ``r`` works on data set ``datasets[r]`` with the constant step
+    ``step_sizes[r]``, ``N`` iterations, clipping bound ``clip`` and the noise of
+    :func:`~dprl.xie2019.privacy.gpope_sigma` for ``(eps[r], delta, N, m)``, drawing from
+    ``rngs[r]`` alone (so a run's bits do not depend on the other runs). ``eps[r] = inf`` is
+    GTD2 (Eq. 2.3): neither clipped nor noised. Returns ``(theta, w)``, each ``(R, n)``."""
+    if not isinstance(prepared, Prepared):
+        raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
+    datasets = require_array("datasets", datasets, ndim=1)
+    runs = datasets.size
+    if runs == 0 or np.any(datasets != np.round(datasets)) or not (
+            0 <= datasets.min() and datasets.max() < prepared.n_datasets):
+        raise ValueError(f"datasets must be a non-empty list of data-set indices in "
+                         f"[0, {prepared.n_datasets}), got {datasets}")
+    steps = require_array("step_sizes", step_sizes, shape=(runs,))
+    if steps.min() <= 0:
+        raise ValueError(f"step_sizes must be > 0, got min {steps.min()}")
+    levels = np.broadcast_to(np.asarray(eps, dtype=float), (runs,))
+    if np.any(np.isnan(levels)) or levels.min() <= 0:
+        raise ValueError(f"eps must be > 0 (inf for GTD2 without privacy), got {levels}")
+    n_iterations, h = require_int("n_iterations", n_iterations), require_positive("clip", clip)
+    m = prepared.episodes.m
+    sigmas = np.array([0.0 if np.isinf(e) else gpope_sigma(float(e), delta, n_iterations, m,
+                                                           sensitivity) for e in levels])
+    clips = np.where(np.isinf(levels), np.inf, h)
+    n = prepared.episodes.n_features
+    xi = _descend(prepared, datasets.astype(np.int64), np.ones(n_iterations), steps, clips,
+                  sigmas, _generators(rngs, runs, "run"), np.zeros((runs, 2 * n)))
+    return xi[:, :n], xi[:, n:]
