@@ -10,7 +10,8 @@ from dprl.envs import MountainCar, mountain_car_features
 from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
 from dprl.experiments import load, status
 from dprl.experiments.mountain_car import (MOUNTAIN_CAR, TUNING, MountainCarConfig,
-                                           cell_features, dp_lsw_theta, importance_ratios)
+                                           cell_features, dp_lsw_theta, importance_ratios,
+                                           mountain_car_trials, tuned)
 from dprl.seeding import trial_generators
 from dprl.xie2019.baselines import episode_statistics
 
@@ -88,12 +89,31 @@ def test_dp_lsw_grid(episodes):
 @pytest.mark.skipif(status(TUNING.id) != "current", reason="no committed tuning result")
 def test_tuned_steps_are_the_argmins_of_the_public_tuning_run():
     tuning, paper = TUNING.config("paper"), MOUNTAIN_CAR.config("paper")
-    result = load(TUNING.id)
-    grid = np.array(tuning.step_grid)
-    for name, steps in (("on_policy", paper.tuned_steps), ("off_policy", paper.tuned_steps_off)):
-        best = grid[result[name].mean(axis=0).argmin(axis=1)]
-        assert tuple(best) == steps
+    assert tuned(load(TUNING.id), tuning.step_grid) == {
+        "tuned_steps": paper.tuned_steps, "tuned_steps_off": paper.tuned_steps_off}
     assert tuning.root_seed != paper.root_seed
+
+
+def test_a_run_is_the_same_bits_in_every_figure_it_appears_in():
+    config = MOUNTAIN_CAR.config("smoke")
+    result = mountain_car_trials(config, trial_generators(config.root_seed, 1))
+    main = config.eps_levels.index(config.eps)
+    # Fig. 2(a)'s GPOPE at the tuned step is Fig. 3(a)'s run at eps, and the step sweep's
+    sweep = config.step_grid.index(config.tuned_steps[0][main])
+    assert result["gpope"][0, 0, config.step_multipliers.index(1.0)] == \
+        result["gpope_eps"][0, 0, main] == result["step_sweep"][0, main, sweep]
+    assert len(np.unique(result["gpope"][0, 0])) == 3
+
+
+def test_configs_are_checked():
+    config = MOUNTAIN_CAR.config("smoke")
+    rngs = trial_generators(0, 1)
+    with pytest.raises(ValueError, match="one step per batch size and level"):
+        mountain_car_trials(dataclasses.replace(config, tuned_steps=((0.01,),)), rngs)
+    with pytest.raises(ValueError, match="eps must be one of"):
+        mountain_car_trials(dataclasses.replace(config, eps=0.5), rngs)
+    with pytest.raises(ValueError, match="powers 10"):
+        mountain_car_trials(dataclasses.replace(config, step_multipliers=(0.3,)), rngs)
 
 
 def test_private_and_public_configs_differ_only_where_they_must():

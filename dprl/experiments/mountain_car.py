@@ -4,16 +4,20 @@
   order-5 Fourier basis (Konidaris et al. 2011; the paper says "Q-learning"; one-step
   Q-learning did not reach the goal reliably in our runs, lambda = 0.9 does): its weights, its
   learning curve and the returns of its greedy policy.
-- ``xie2019-mountain-car-tuning``: GPOPE's step sizes, chosen on *public* data (other seeds).
+- ``xie2019-mountain-car-tuning``: the constant step of GPOPE at every privacy level, and of
+  non-private GTD2, chosen on *public* data (another root seed) for every batch size.
 - ``xie2019-mountain-car``: on-policy (the greedy learned policy): GPOPE at the tuned step,
-  0.1x and 10x, DP-LSW and LSTD against m (Fig. 2(a)); GPOPE at several eps (Fig. 3(a)); GPOPE
-  over the step grid at ``m_fixed`` (Fig. 2(b), App. Fig. 6). Off-policy (target: the uniform
-  policy; behaviour: the learned policy epsilon-greedy): GPOPE at several eps and WIS-LSTD
-  (Fig. 3(b)).
+  0.1x and 10x, DP-LSW, LSTD and GTD2 against m (Fig. 2(a)); GPOPE at several eps (Fig.
+  3(a)); every step of the grid at ``m_fixed`` and every level (Fig. 2(b), App. Fig. 6).
+  Off-policy (target: the uniform policy; behaviour: the learned policy epsilon-greedy):
+  GPOPE at several eps, GTD2 and WIS-LSTD (Fig. 3(b)).
 
 The value function is linear in the 36 Fourier features of the scaled state, gamma = 0.99 (the
-paper does not state it), delta = 1e-5, GPOPE runs ``N = m`` iterations with clipping bound
-``h``. MSPBE uses ``A, b, C`` of Eq. 2.1 estimated from ``reference_episodes`` independent
+paper does not state it), delta = 1e-5. GPOPE runs ``N = epochs * m`` iterations (the paper
+does not state N; with one pass even noiseless GTD2 barely leaves theta = 0 here) with
+clipping bound ``h``; the noise is calibrated for that N. Every run (policy, batch size, eps,
+step) draws from its own named stream of the trial, so the same run is the same bits in every
+figure. MSPBE uses ``A, b, C`` of Eq. 2.1 estimated from ``reference_episodes`` independent
 episodes (a fixed public seed). DP-LSW (Balle et al. 2016) needs finitely many states: it runs
 on a public grid of ``grid_cells^2`` cells (first-visit returns per cell, features at the cell
 centres, uniform ``rho``) on the cost ``-r = 1`` per step, whose returns lie in
@@ -23,6 +27,7 @@ centres, uniform ``rho``) on the cost ``-r = 1`` per step, whose returns lie in
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,7 +40,7 @@ from dprl.envs.episodes import Episodes, feature_table, stack_episodes
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import trial_generator
-from dprl.xie2019 import Prepared, gpope, prepare
+from dprl.xie2019 import Prepared, gpope_runs, prepare
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 
 _REFERENCE_CHUNK = 2000
@@ -82,7 +87,13 @@ POLICY = register(Experiment(
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MountainCarConfig(TrialConfig):
-    """Privacy, GPOPE, the grids and the off-policy behaviour (stated in the chapter)."""
+    """Privacy, GPOPE, the grids and the off-policy behaviour (stated in the chapter).
+
+    GPOPE and GTD2 run ``N = epochs * m`` iterations with a constant step. The steps are tuned
+    on public data (``xie2019-mountain-car-tuning``, another root seed) for every batch size
+    and privacy level: ``tuned_steps[i][k]`` is the step at ``batch_sizes[i]`` and
+    ``eps_levels[k]``, the last entry of each row GTD2's (no privacy); likewise
+    ``tuned_steps_off`` off-policy. Fig. 2(a) uses ``eps`` (one of ``eps_levels``)."""
 
     policy_scale: str = "paper"
     gamma: float = 0.99
@@ -90,18 +101,22 @@ class MountainCarConfig(TrialConfig):
     delta: float = 1e-5
     eps_levels: tuple[float, ...] = (0.1, 1.0, 10.0)
     batch_sizes: tuple[int, ...] = (1000, 3000, 10000)
-    epochs: float = 1.0
+    epochs: float = 10.0
     clip: float = 1.0
     step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))
-    #: per batch size, from ``xie2019-mountain-car-tuning`` (tested), on- then off-policy
-    tuned_steps: tuple[float, ...] = ()
-    tuned_steps_off: tuple[float, ...] = ()
+    tuned_steps: tuple[tuple[float, ...], ...] = ()
+    tuned_steps_off: tuple[tuple[float, ...], ...] = ()
     step_multipliers: tuple[float, ...] = (0.1, 1.0, 10.0)
     m_fixed: int = 1000
     behaviour_epsilon: float = 0.5
     reference_episodes: int = 20000
     reference_seed: int = 1
     grid_cells: int = 12
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        """The privacy levels of the runs: ``eps_levels``, then ``inf`` (GTD2)."""
+        return (*self.eps_levels, math.inf)
 
 
 @lru_cache(maxsize=4)
@@ -155,9 +170,30 @@ def _reference_statistics(policy_scale: str, behaviour_epsilon: float, gamma: fl
     return tuple(np.mean([p[k] for p in parts], axis=0) for k in range(3))
 
 
-def _samples(config: MountainCarConfig, policy, rngs: Sequence[np.random.Generator]) -> Episodes:
+def _samples(config: MountainCarConfig, policy, streams: Sequence[np.random.Generator]
+             ) -> Episodes:
     m = max(config.batch_sizes)
-    return stack_episodes([MountainCar().simulate(m, policy, g) for g in rngs])
+    return stack_episodes([MountainCar().simulate(m, policy, g) for g in streams])
+
+
+def _stream(rng: np.random.Generator, *key: int) -> np.random.Generator:
+    """The stream of trial ``rng`` named by ``key`` (non-negative integers): the seed sequence
+    ``(entropy, spawn_key + key)``, so that a stream does not depend on which other streams
+    the trial uses."""
+    seeds = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(seeds.entropy,
+                                                        spawn_key=(*seeds.spawn_key, *key)))
+
+
+_DATA, _DP_LSW, _RUN = 0, 1, 2  # first key of the data, DP-LSW and GPOPE / GTD2 streams
+
+
+def _step_key(step: float) -> int:
+    """A step's half-decade exponent, offset to be non-negative (steps are ``10^(k/2)``)."""
+    exponent = 2 * math.log10(step)
+    if abs(exponent - round(exponent)) > 1e-9 or not -100 <= exponent < 100:
+        raise ValueError(f"steps must be powers 10^(k/2) with |k| < 100, got {step}")
+    return round(exponent) + 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,14 +212,34 @@ def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
     return _Ready(trajectories, table, ratios, prepare(trajectories, table, gamma, ratios))
 
 
-def _gpope_mspbe(config: MountainCarConfig, ready: _Ready, exact, step: float, eps: float,
-                 rngs) -> np.ndarray:
-    """MSPBE of GPOPE's theta (``N = epochs * m`` iterations) on prepared data."""
+def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_policy: bool,
+                size: int, runs: Sequence[tuple[float, float]]) -> np.ndarray:
+    """MSPBE ``(trials, len(runs))`` of GPOPE (or GTD2 at ``eps = inf``) for each ``(step,
+    eps)`` of ``runs`` and each trial, ``N = epochs * m`` iterations on prepared data. A run
+    draws from the trial's stream named by (policy, batch size, eps, step), so the same run
+    gives the same result in every figure it appears in."""
     m = ready.trajectories.batch_shape[-1]
-    theta, _ = gpope(ready.trajectories, ready.table, config.gamma, step,
-                     max(1, round(config.epochs * m)), config.clip, eps, config.delta, rngs,
-                     ratios=ready.ratios, prepared=ready.prepared)
-    return mspbe(theta, *exact)
+    keys = [(int(off_policy), size, config.levels.index(eps), _step_key(step))
+            for step, eps in runs]
+    streams = [_stream(rng, _RUN, *key) for rng in rngs for key in keys]
+    theta, _ = gpope_runs(ready.prepared, np.repeat(np.arange(len(rngs)), len(runs)),
+                          [step for _ in rngs for step, _ in runs],
+                          max(1, round(config.epochs * m)), config.clip,
+                          [eps for _ in rngs for _, eps in runs], config.delta, streams)
+    return mspbe(theta.reshape(len(rngs), len(runs), -1), *exact)
+
+
+class _RunTable:
+    """Distinct ``(step, eps)`` runs at one batch size, each computed once."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[float, float], int] = {}
+
+    def add(self, step: float, eps: float) -> int:
+        return self.runs.setdefault((step, eps), len(self.runs))
+
+    def compute(self, config, ready, exact, rngs, off_policy, size) -> np.ndarray:
+        return _runs_mspbe(config, ready, exact, rngs, off_policy, size, list(self.runs))
 
 
 def _cells(config: MountainCarConfig, observations: np.ndarray) -> np.ndarray:
@@ -218,47 +274,58 @@ def dp_lsw_theta(config: MountainCarConfig, data: Episodes, features, rngs) -> n
 
 def tuning_trials(config: MountainCarConfig,
                   rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
-    """GPOPE's MSPBE ``(sizes, steps)`` per (public) trial, on- and off-policy, at ``eps``."""
+    """MSPBE ``(sizes, levels, steps)`` per (public) trial, on- and off-policy: GPOPE at each
+    of ``eps_levels`` and GTD2 (the last level), every step of the grid."""
     features, target, behaviour = _policies(config)
     out = {}
     for name, policy, off in (("on_policy", target, False), ("off_policy", behaviour, True)):
-        sample, exact = _samples(config, policy, rngs), reference_statistics(config, off)
-        values = np.empty((len(rngs), len(config.batch_sizes), len(config.step_grid)))
+        sample = _samples(config, policy, [_stream(g, _DATA, int(off)) for g in rngs])
+        exact = reference_statistics(config, off)
+        values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
+                           len(config.step_grid)))
         for i, m in enumerate(config.batch_sizes):
             ready = _ready(sample.first(m), features, config.gamma, off)
-            for j, step in enumerate(config.step_grid):
-                values[:, i, j] = _gpope_mspbe(config, ready, exact, step, config.eps, rngs)
+            runs = [(step, eps) for eps in config.levels for step in config.step_grid]
+            values[:, i] = _runs_mspbe(config, ready, exact, rngs, off, i, runs).reshape(
+                values[:, i].shape)
         out[name] = values
     return out
 
 
 def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
     features, target, _ = _policies(config)
-    sample, exact = _samples(config, target, rngs), reference_statistics(config, False)
+    sample = _samples(config, target, [_stream(g, _DATA, 0) for g in rngs])
+    exact = reference_statistics(config, False)
+    main = config.eps_levels.index(config.eps)
     for i, m in enumerate(config.batch_sizes):
-        data, step = sample.first(m), config.tuned_steps[i]
-        ready = _ready(data, features, config.gamma, False)
-        for k, factor in enumerate(config.step_multipliers):
-            out["gpope"][:, i, k] = _gpope_mspbe(config, ready, exact, factor * step,
-                                                 config.eps, rngs)
-        for k, eps in enumerate(config.eps_levels):
-            out["gpope_eps"][:, i, k] = _gpope_mspbe(config, ready, exact, step, eps, rngs)
+        data, steps = sample.first(m), config.tuned_steps[i]
+        ready, table = _ready(data, features, config.gamma, False), _RunTable()
+        multiplied = [table.add(factor * steps[main], config.eps)
+                      for factor in config.step_multipliers]
+        levels = [table.add(step, eps) for step, eps in zip(steps, config.levels)]
+        sweep = ([table.add(step, eps) for eps in config.levels for step in config.step_grid]
+                 if m == config.m_fixed else [])
+        values = table.compute(config, ready, exact, rngs, False, i)
+        out["gpope"][:, i] = values[:, multiplied]
+        out["gpope_eps"][:, i] = values[:, levels[:-1]]
+        out["gtd2"][:, i] = values[:, levels[-1]]
+        if sweep:
+            out["step_sweep"][:] = values[:, sweep].reshape(out["step_sweep"].shape)
         out["lstd"][:, i] = mspbe(lstd(ready.trajectories, ready.table, config.gamma,
                                        normalisation="trajectories"), *exact)
-        out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, rngs), *exact)
-    ready = _ready(sample.first(config.m_fixed), features, config.gamma, False)
-    for j, step in enumerate(config.step_grid):
-        out["step_sweep"][:, j] = _gpope_mspbe(config, ready, exact, step, config.eps, rngs)
+        noise = [_stream(g, _DP_LSW, i) for g in rngs]
+        out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, noise), *exact)
 
 
 def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
     features, _, behaviour = _policies(config)
-    sample, exact = _samples(config, behaviour, rngs), reference_statistics(config, True)
+    sample = _samples(config, behaviour, [_stream(g, _DATA, 1) for g in rngs])
+    exact = reference_statistics(config, True)
     for i, m in enumerate(config.batch_sizes):
         ready = _ready(sample.first(m), features, config.gamma, True)
-        for k, eps in enumerate(config.eps_levels):
-            out["gpope_off"][:, i, k] = _gpope_mspbe(config, ready, exact,
-                                                     config.tuned_steps_off[i], eps, rngs)
+        runs = list(zip(config.tuned_steps_off[i], config.levels))
+        values = _runs_mspbe(config, ready, exact, rngs, True, i, runs)
+        out["gpope_off"][:, i], out["gtd2_off"][:, i] = values[:, :-1], values[:, -1]
         out["wis_lstd"][:, i] = mspbe(wis_lstd(ready.trajectories, ready.table, config.gamma,
                                                ready.ratios, normalisation="trajectories"),
                                       *exact)
@@ -266,45 +333,66 @@ def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> 
 
 def mountain_car_trials(config: MountainCarConfig,
                         rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
-    """Per trial, MSPBE of: GPOPE ``(sizes, multipliers)`` and ``(sizes, eps_levels)``,
-    LSTD and DP-LSW ``(sizes,)``, the step sweep ``(steps,)`` (on-policy); GPOPE
-    ``(sizes, eps_levels)`` and WIS-LSTD ``(sizes,)`` (off-policy)."""
-    sizes = len(config.batch_sizes)
-    if len(config.tuned_steps) != sizes or len(config.tuned_steps_off) != sizes:
-        raise ValueError("tuned_steps and tuned_steps_off must give one step per batch size")
-    n, levels = len(rngs), len(config.eps_levels)
+    """Per trial, MSPBE of, on-policy: GPOPE at ``eps`` ``(sizes, multipliers)`` (Fig. 2(a))
+    and at every level ``(sizes, eps_levels)`` (Fig. 3(a)), GTD2, LSTD and DP-LSW
+    ``(sizes,)``, every step at ``m_fixed`` ``(levels, steps)`` (Fig. 2(b), App. Fig. 6);
+    off-policy: GPOPE ``(sizes, eps_levels)``, GTD2 and WIS-LSTD ``(sizes,)`` (Fig. 3(b))."""
+    sizes, levels = len(config.batch_sizes), len(config.levels)
+    for name in ("tuned_steps", "tuned_steps_off"):
+        steps = getattr(config, name)
+        if len(steps) != sizes or any(len(row) != levels for row in steps):
+            raise ValueError(f"{name} must give one step per batch size and level "
+                             f"({sizes} x {levels}), got {steps}")
+    if config.eps not in config.eps_levels or config.m_fixed not in config.batch_sizes:
+        raise ValueError("eps must be one of eps_levels and m_fixed one of batch_sizes")
+    n = len(rngs)
     out = {"gpope": np.empty((n, sizes, len(config.step_multipliers))),
-           "gpope_eps": np.empty((n, sizes, levels)), "lstd": np.empty((n, sizes)),
-           "dp_lsw": np.empty((n, sizes)), "step_sweep": np.empty((n, len(config.step_grid))),
-           "gpope_off": np.empty((n, sizes, levels)), "wis_lstd": np.empty((n, sizes))}
+           "gpope_eps": np.empty((n, sizes, levels - 1)), "gtd2": np.empty((n, sizes)),
+           "lstd": np.empty((n, sizes)), "dp_lsw": np.empty((n, sizes)),
+           "step_sweep": np.empty((n, levels, len(config.step_grid))),
+           "gpope_off": np.empty((n, sizes, levels - 1)), "gtd2_off": np.empty((n, sizes)),
+           "wis_lstd": np.empty((n, sizes))}
     _on_policy(config, rngs, out)
     _off_policy(config, rngs, out)
     return out
 
 
-_SMOKE = dict(policy_scale="smoke", eps=1.0, eps_levels=(10.0,), batch_sizes=(50, 100),
-              step_grid=(1e-3, 1e-2), m_fixed=50, reference_episodes=2000)
+def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
+          ) -> dict[str, tuple[tuple[float, ...], ...]]:
+    """The step of the grid with the least mean MSPBE over the public trials, per batch size
+    and level, on- and off-policy: the ``tuned_steps`` / ``tuned_steps_off`` of the private
+    runs, from a ``xie2019-mountain-car-tuning`` result."""
+    grid = np.asarray(step_grid)
+    return {name: tuple(tuple(float(s) for s in row)
+                        for row in grid[result[key].mean(axis=0).argmin(axis=-1)])
+            for name, key in (("tuned_steps", "on_policy"), ("tuned_steps_off", "off_policy"))}
+
+
+_SMOKE = dict(policy_scale="smoke", eps=1.0, eps_levels=(1.0, 10.0), batch_sizes=(50, 100),
+              epochs=2.0, step_grid=(1e-3, 1e-2), m_fixed=50, reference_episodes=2000)
 
 TUNING = register(Experiment(
     id="xie2019-mountain-car-tuning",
-    title="Xie et al. (2019), Mountain Car: GPOPE step sizes tuned on public data",
+    title="Xie et al. (2019), Mountain Car: GPOPE and GTD2 step sizes tuned on public data",
     chapter="book/xie2019/mountain-car.ipynb",
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=11, batch_size=2, **_SMOKE),
              "paper": MountainCarConfig(n_trials=10, root_seed=11, batch_size=5)},
     run_trials=tuning_trials))
+
+_SMOKE_STEPS = ((1e-2, 1e-2, 1e-2),) * 2
 
 MOUNTAIN_CAR = register(Experiment(
     id="xie2019-mountain-car",
     title="Xie et al. (2019), Figs. 2, 3 and App. Fig. 6: GPOPE on Mountain Car",
     chapter="book/xie2019/mountain-car.ipynb",
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2020, batch_size=2,
-                                        tuned_steps=(1e-2, 1e-2), tuned_steps_off=(1e-2, 1e-2),
+                                        tuned_steps=_SMOKE_STEPS, tuned_steps_off=_SMOKE_STEPS,
                                         **_SMOKE),
-             # the argmins of xie2019-mountain-car-tuning (tested): the grid's smallest steps
+             # tuned(xie2019-mountain-car-tuning) (tested)
              "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=5,
-                                        tuned_steps=(1e-4, 1e-4, 10 ** -3.5),
-                                        tuned_steps_off=(1e-4, 1e-4, 1e-4))},
+                                        tuned_steps=(), tuned_steps_off=())},
     run_trials=mountain_car_trials))
 
-__all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "cell_features",
-           "dp_lsw_theta", "importance_ratios", "policy_weights", "reference_statistics"]
+__all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
+           "dp_lsw_theta", "importance_ratios", "policy_weights", "reference_statistics",
+           "tuned"]
