@@ -20,7 +20,8 @@ def listing(scales: tuple[str, ...] = SCALES) -> str:
 
 
 def provenance_summary() -> str:
-    """For each committed paper-scale result: commit, seed, trials, machine and compute time."""
+    """For each committed paper-scale result: commit, seed, trials, machine, compute time and
+    whether numpy's floating point was pinned (:mod:`dprl.floating_point`)."""
     lines = []
     for experiment in all_experiments():
         if status(experiment.id) == "missing":
@@ -28,9 +29,11 @@ def provenance_summary() -> str:
         record = load(experiment.id).provenance
         commit = (record["git"]["commit"] or "unknown")[:12]
         dirty = " (uncommitted changes)" if record["git"]["dirty"] else ""
+        pinned = ("pinned" if "floating_point" in record["machine"]
+                  and not record["machine"]["unpinned"] else "NOT pinned")
         lines.append(
             f"{experiment.id}: commit {commit}{dirty}, root seed {record['root_seed']}, "
             f"{record['n_trials']} trials, {record['wall_time_s']:.4g} s of compute on "
-            f"{record['machine']['cpu_count']} cores, numpy {record['packages']['numpy']}; "
-            f"regenerate: {record['command']}")
+            f"{record['machine']['cpu_count']} cores, numpy {record['packages']['numpy']}, "
+            f"floating point {pinned}; regenerate: {record['command']}")
     return "\n".join(lines) or "no committed paper-scale results"
