@@ -193,3 +193,24 @@ def test_parallel_batches_give_the_same_result(tmp_path):
         assert np.array_equal(array, parallel[name], equal_nan=True), name
     with pytest.raises(ValueError, match="jobs"):
         run("primer-policy-evaluation", "smoke", tmp_path / "bad", jobs=0)
+
+
+def test_results_written_by_runs_do_not_make_the_tree_dirty(tmp_path):
+    import subprocess
+
+    from dprl.experiments.provenance import git_state
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "data" / "results").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "data" / "results" / "r.json").write_text("{}\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    (tmp_path / "data" / "results" / "r.json").write_text('{"new": 1}\n')
+    (tmp_path / "data" / "results" / "other.npz").write_bytes(b"0")
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert git_state(tmp_path)["dirty"] is True

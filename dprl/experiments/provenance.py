@@ -20,7 +20,8 @@ PACKAGES = ("dprl", "numpy", "scipy", "torch", "gymnasium", "matplotlib", "dp-ac
 
 
 def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
-    """The commit checked out at ``root`` and whether the tree has uncommitted changes."""
+    """The commit checked out at ``root`` and whether the tree has uncommitted changes
+    (results under ``data/results/``, what runs write, do not count)."""
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
@@ -30,7 +31,7 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain")
+    status = git("status", "--porcelain", "--", ".", ":(exclude)data/results")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
