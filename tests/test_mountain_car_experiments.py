@@ -122,3 +122,12 @@ def test_private_and_public_configs_differ_only_where_they_must():
     for field in dataclasses.fields(MountainCarConfig):
         if field.name not in different:
             assert getattr(tuning, field.name) == getattr(paper, field.name), field.name
+
+
+def test_a_diverging_run_has_infinite_mspbe():
+    config = dataclasses.replace(TUNING.config("smoke"), step_grid=(1e-2, 1e4), eps_levels=(1.0,),
+                                 eps=1.0)
+    result = TUNING.run_trials(config, trial_generators(config.root_seed, 1))
+    on = result["on_policy"][0]  # (sizes, levels, steps); GTD2 at step 1e4 overflows
+    assert np.isinf(on[:, -1, 1]).all() and np.isfinite(on[:, :, 0]).all()
+    assert (tuned(result, config.step_grid)["tuned_steps"][0][-1]) == 1e-2

@@ -206,18 +206,23 @@ def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
 def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_policy: bool,
                 size: int, runs: Sequence[tuple[float, float]]) -> np.ndarray:
     """MSPBE ``(trials, len(runs))`` of GPOPE (or GTD2 at ``eps = inf``) for each ``(step,
-    eps)`` of ``runs`` and each trial, ``N = epochs * m`` iterations on prepared data. A run
-    draws from the trial's stream named by (policy, batch size, eps, step), so the same run
-    gives the same result in every figure it appears in."""
+    eps)`` of ``runs`` and each trial, ``N = epochs * m`` iterations on prepared data; a run
+    that diverged (its theta overflowed) has MSPBE ``inf``. A run draws from the trial's
+    stream named by (policy, batch size, eps, step), so the same run gives the same result
+    in every figure it appears in."""
     m = ready.trajectories.batch_shape[-1]
     keys = [(int(off_policy), size, config.levels.index(eps), _step_key(step))
             for step, eps in runs]
     streams = [named_stream(rng, _RUN, *key) for rng in rngs for key in keys]
-    theta, _ = gpope_runs(ready.prepared, np.repeat(np.arange(len(rngs)), len(runs)),
-                          [step for _ in rngs for step, _ in runs],
-                          max(1, round(config.epochs * m)), config.clip,
-                          [eps for _ in rngs for _, eps in runs], config.delta, streams)
-    return mspbe(theta.reshape(len(rngs), len(runs), -1), *exact)
+    with np.errstate(over="ignore", invalid="ignore"):  # large steps may diverge
+        theta, _ = gpope_runs(ready.prepared, np.repeat(np.arange(len(rngs)), len(runs)),
+                              [step for _ in rngs for step, _ in runs],
+                              max(1, round(config.epochs * m)), config.clip,
+                              [eps for _ in rngs for _, eps in runs], config.delta, streams)
+    finite = np.isfinite(theta).all(axis=-1)
+    values = np.full(finite.shape, np.inf)
+    values[finite] = mspbe(theta[finite], *exact)
+    return values.reshape(len(rngs), len(runs))
 
 
 class _RunTable:
