@@ -72,8 +72,9 @@ class FourierBasis:
         # (batch invariance, dprl.experiments.registry)
         dot = scaled[..., 0, None] * self._coefficients[:, 0]
         for i in range(1, d):
-            dot = dot + scaled[..., i, None] * self._coefficients[:, i]
-        return np.cos(np.pi * dot)
+            dot += scaled[..., i, None] * self._coefficients[:, i]
+        dot *= np.pi
+        return np.cos(dot, out=dot)
 
     def step_size_scaling(self) -> np.ndarray:
         """Per-feature step-size factors ``1 / ||c||_2`` (1 for ``c = 0``), as in Konidaris

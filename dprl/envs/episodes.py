@@ -279,6 +279,9 @@ def taken_action_probabilities(policy: StochasticPolicy, episodes: Episodes) -> 
     return out
 
 
+_FEATURE_CHUNK = 2**18  # observations whose features are computed at once
+
+
 def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarray]:
     """``episodes`` as :class:`~dprl.envs.Trajectories` whose states index the rows of a feature
     table: row ``k`` is ``features(o)`` of the ``k``-th real observation ``o_0 .. o_L`` of every
@@ -288,10 +291,17 @@ def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarra
     if not isinstance(episodes, Episodes):
         raise ValueError(f"episodes must be Episodes, got {type(episodes).__name__}")
     observed = np.arange(episodes.horizon + 1) <= episodes.lengths[..., None]
-    table = np.asarray(features(episodes.observations[observed]), dtype=float)
-    if table.ndim != 2 or table.shape[0] != observed.sum():
+    points = episodes.observations[observed]
+    # row by row, in chunks: a feature map's rows do not depend on their batch, and the
+    # temporaries of one chunk stay small whatever the number of observations
+    parts = [np.asarray(features(points[start:start + _FEATURE_CHUNK]), dtype=float)
+             for start in range(0, len(points), _FEATURE_CHUNK)]
+    if any(part.ndim != 2 or part.shape[0] != min(_FEATURE_CHUNK, len(points) - start)
+           for part, start in zip(parts, range(0, len(points), _FEATURE_CHUNK))):
         raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
-                         f"{table.shape} for {observed.sum()} observations")
+                         f"{[part.shape for part in parts][:3]} for chunks of {len(points)} "
+                         "observations")
+    table = np.concatenate(parts)
     rows = np.full(observed.shape, -1)
     rows[observed] = np.arange(table.shape[0])
     return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,

@@ -189,18 +189,21 @@ def _step_key(step: float) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Ready:
-    """Data sets as a feature table, prepared once for every GPOPE run on them."""
+    """Data sets prepared once for every GPOPE run on them, and the non-private least-squares
+    estimate on the same data (LSTD on-policy, WIS-LSTD off-policy), ``(datasets, d)``."""
 
-    trajectories: Trajectories
-    table: np.ndarray
-    ratios: np.ndarray | None
     prepared: Prepared
+    least_squares: np.ndarray
 
 
 def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
+    """The feature table of ``data`` lives only here (it is the largest array)."""
     trajectories, table = feature_table(data, features)
     ratios = importance_ratios(data) if off_policy else None
-    return _Ready(trajectories, table, ratios, prepare(trajectories, table, gamma, ratios))
+    least_squares = (wis_lstd(trajectories, table, gamma, ratios, normalisation="trajectories")
+                     if off_policy else
+                     lstd(trajectories, table, gamma, normalisation="trajectories"))
+    return _Ready(prepare(trajectories, table, gamma, ratios), least_squares)
 
 
 def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_policy: bool,
@@ -210,7 +213,7 @@ def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_polic
     that diverged (its theta overflowed) has MSPBE ``inf``. A run draws from the trial's
     stream named by (policy, batch size, eps, step), so the same run gives the same result
     in every figure it appears in."""
-    m = ready.trajectories.batch_shape[-1]
+    m = ready.prepared.m
     keys = [(int(off_policy), size, config.levels.index(eps), _step_key(step))
             for step, eps in runs]
     streams = [named_stream(rng, _RUN, *key) for rng in rngs for key in keys]
@@ -307,8 +310,7 @@ def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> N
         out["gtd2"][:, i] = values[:, levels[-1]]
         if sweep:
             out["step_sweep"][:] = values[:, sweep].reshape(out["step_sweep"].shape)
-        out["lstd"][:, i] = mspbe(lstd(ready.trajectories, ready.table, config.gamma,
-                                       normalisation="trajectories"), *exact)
+        out["lstd"][:, i] = mspbe(ready.least_squares, *exact)
         noise = [named_stream(g, _DP_LSW, i) for g in rngs]
         out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, noise), *exact)
 
@@ -322,9 +324,7 @@ def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> 
         runs = list(zip(config.tuned_steps_off[i], config.levels))
         values = _runs_mspbe(config, ready, exact, rngs, True, i, runs)
         out["gpope_off"][:, i], out["gtd2_off"][:, i] = values[:, :-1], values[:, -1]
-        out["wis_lstd"][:, i] = mspbe(wis_lstd(ready.trajectories, ready.table, config.gamma,
-                                               ready.ratios, normalisation="trajectories"),
-                                      *exact)
+        out["wis_lstd"][:, i] = mspbe(ready.least_squares, *exact)
 
 
 def mountain_car_trials(config: MountainCarConfig,

@@ -131,21 +131,19 @@ def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], datase
 
 
 class Prepared:
-    """Data made ready for :func:`primal_dual_descent` / :func:`gpope` once (the transitions,
-    and the per-trajectory ``A_i, b_i, C_i`` when they fit the memory budget), so that runs with
-    several step sizes or privacy levels on the same data do not redo it: pass it as
-    ``prepared=``. Made by :func:`prepare`."""
+    """Data made ready for :func:`primal_dual_descent` / :func:`gpope` once: the
+    per-trajectory ``A_i, b_i, C_i`` when they fit the memory budget (the transitions are then
+    let go), else the transitions, so that runs with several step sizes or privacy levels on
+    the same data do not redo it: pass it as ``prepared=``. Made by :func:`prepare`."""
 
     def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
         self.gamma = require_nonnegative("gamma", gamma)
-        self.episodes = _Episodes(trajectories, features, ratios)
-        self.matrices = _trajectory_matrices(self.episodes, self.gamma)
+        episodes = _Episodes(trajectories, features, ratios)
+        self.matrices = _trajectory_matrices(episodes, self.gamma)
+        self.episodes = episodes if self.matrices is None else None
+        self.m, self.n_features, self.datasets = episodes.m, episodes.n_features, episodes.datasets
+        self.n_datasets = episodes.sources.shape[0]
         self.off_policy = ratios is not None
-
-    @property
-    def n_datasets(self) -> int:
-        """The number of data sets (the product of the batch shape but its last axis)."""
-        return self.episodes.sources.shape[0]
 
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
@@ -170,7 +168,7 @@ def _prepared(trajectories: Trajectories, features, gamma: float, ratios,
     if not isinstance(prepared, Prepared):
         raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
     m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else None
-    if (prepared.gamma != gamma or prepared.episodes.m != m
+    if (prepared.gamma != gamma or prepared.m != m
             or prepared.off_policy != (ratios is not None)):
         raise ValueError("prepared was made from other data, gamma or ratios than given")
     return prepared
@@ -207,14 +205,14 @@ def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: 
     h_r sigma_r zeta)`` for every run ``r`` on data set ``datasets[r]``, one uniformly sampled
     trajectory per iteration and run, drawn with the noise from ``rngs[r]`` in chunks (a run
     with ``sigma_r = 0`` draws no noise). Each run's bits depend only on its own arguments."""
-    n = data.episodes.n_features
+    n = data.n_features
     noisy = noise_scales > 0
     amplitudes = np.zeros(noise_scales.shape)
     if noisy.any():  # callers give every noisy run a clipping bound
         amplitudes[noisy] = clips[noisy] * noise_scales[noisy]
     for start in range(0, schedule.size, _CHUNK):
         size = min(_CHUNK, schedule.size - start)
-        picks = np.stack([g.integers(data.episodes.m, size=size) for g in rngs], axis=1)
+        picks = np.stack([g.integers(data.m, size=size) for g in rngs], axis=1)
         noise = (np.stack([g.standard_normal((size, 2 * n)) if on else np.zeros((size, 2 * n))
                            for g, on in zip(rngs, noisy)], axis=1) if noisy.any() else None)
         for j in range(size):
@@ -246,14 +244,14 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     sigma = require_nonnegative("noise_scale", noise_scale)
     if sigma > 0 and h is None:
         raise ValueError("noise needs a clipping bound h (the noise is h N(0, sigma^2 I))")
-    n, datasets = data.episodes.n_features, data.n_datasets
+    n, datasets = data.n_features, data.n_datasets
     rngs = _generators(rngs, datasets)
     xi = np.concatenate([_initial("theta0", theta0, datasets, n),
                          _initial("w0", w0, datasets, n)], axis=1)
     xi = _descend(data, np.arange(datasets), schedule, np.ones(datasets),
                   None if h is None else np.full(datasets, h), np.full(datasets, sigma),
                   rngs, xi)
-    shape = (*data.episodes.datasets, n)
+    shape = (*data.datasets, n)
     return xi[:, :n].reshape(shape), xi[:, n:].reshape(shape)
 
 
@@ -265,13 +263,12 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
     (Algorithm 1, line 5)."""
     gamma = require_nonnegative("gamma", gamma)
     data = _prepared(trajectories, features, gamma, ratios, None)
-    episodes, gradient = data.episodes, data.gradient
-    datasets, n = episodes.sources.shape[0], episodes.n_features
+    datasets, n = data.n_datasets, data.n_features
     theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
     every = np.arange(datasets)
-    norms = np.stack([np.sqrt((gradient(every, np.full(datasets, i), theta, w) ** 2).sum(axis=-1))
-                      for i in range(episodes.m)], axis=-1)
-    return norms.reshape(*episodes.datasets, episodes.m)
+    norms = np.stack([np.sqrt((data.gradient(every, np.full(datasets, i), theta, w) ** 2)
+                              .sum(axis=-1)) for i in range(data.m)], axis=-1)
+    return norms.reshape(*data.datasets, data.m)
 
 
 def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
@@ -316,11 +313,11 @@ def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip
     if np.any(np.isnan(levels)) or levels.min() <= 0:
         raise ValueError(f"eps must be > 0 (inf for GTD2 without privacy), got {levels}")
     n_iterations, h = require_int("n_iterations", n_iterations), require_positive("clip", clip)
-    m = prepared.episodes.m
+    m = prepared.m
     sigmas = np.array([0.0 if np.isinf(e) else gpope_sigma(float(e), delta, n_iterations, m,
                                                            sensitivity) for e in levels])
     clips = np.where(np.isinf(levels), np.inf, h)
-    n = prepared.episodes.n_features
+    n = prepared.n_features
     xi = _descend(prepared, datasets.astype(np.int64), np.ones(n_iterations), steps, clips,
                   sigmas, _generators(rngs, runs, "run"), np.zeros((runs, 2 * n)))
     return xi[:, :n], xi[:, n:]
