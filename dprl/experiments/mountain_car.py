@@ -258,14 +258,21 @@ def cell_features(config: MountainCarConfig, features) -> np.ndarray:
     return features(env.observation_low + grid * (env.observation_high - env.observation_low))
 
 
+def grid_costs(config: MountainCarConfig, data: Episodes) -> Trajectories:
+    """``data`` as trajectories on the public grid's cells (the states of DP-LSW) with the
+    cost ``-r = 1`` per step, so every first-visit return lies in ``[0, 1/(1 - gamma)]``
+    (Balle et al. 2016, Sec. 2.2)."""
+    cells = np.where(np.arange(data.horizon + 1) <= data.lengths[..., None],
+                     _cells(config, np.nan_to_num(data.observations)), -1)
+    return Trajectories(cells, -data.rewards, data.lengths, data.terminated, (0.0, 1.0))
+
+
 def dp_lsw_theta(config: MountainCarConfig, data: Episodes, features, rngs) -> np.ndarray:
     """DP-LSW (Balle et al. 2016, Algorithm 1) on the grid cells, for the cost ``-r``; the
     value estimate is the negated weight vector ``(*datasets, d)``."""
-    cells = np.where(np.arange(data.horizon + 1) <= data.lengths[..., None],
-                     _cells(config, np.nan_to_num(data.observations)), -1)
-    costs = Trajectories(cells, -data.rewards, data.lengths, data.terminated, (0.0, 1.0))
     n_cells = config.grid_cells**2
-    summary = first_visit_data(costs, config.gamma, n_cells, r_max=1.0).summary
+    summary = first_visit_data(grid_costs(config, data), config.gamma, n_cells,
+                               r_max=1.0).summary
     theta = dp_lsw(summary, cell_features(config, features), np.full(n_cells, 1 / n_cells),
                    config.eps, config.delta, rngs)
     return -theta
@@ -390,5 +397,5 @@ MOUNTAIN_CAR = register(Experiment(
     run_trials=mountain_car_trials))
 
 __all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
-           "dp_lsw_theta", "importance_ratios", "policy_weights", "reference_statistics",
+           "dp_lsw_theta", "grid_costs", "importance_ratios", "policy_weights", "reference_statistics",
            "tuned"]
