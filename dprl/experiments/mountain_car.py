@@ -132,6 +132,11 @@ def _policies(config: MountainCarConfig):
     return _policy_pair(config.policy_scale, config.behaviour_epsilon)
 
 
+def evaluated_policy(config: MountainCarConfig) -> EpsilonGreedyPolicy:
+    """The on-policy evaluated policy: greedy in the learned Q (``policy_scale``'s weights)."""
+    return _policies(config)[1]
+
+
 def _policy_pair(policy_scale: str, behaviour_epsilon: float):
     weights, features = policy_weights(policy_scale), mountain_car_features()
     behaviour = EpsilonGreedyPolicy(weights, features, behaviour_epsilon)
@@ -397,5 +402,5 @@ MOUNTAIN_CAR = register(Experiment(
     run_trials=mountain_car_trials))
 
 __all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
-           "dp_lsw_theta", "grid_costs", "importance_ratios", "policy_weights", "reference_statistics",
+           "dp_lsw_theta", "evaluated_policy", "grid_costs", "importance_ratios", "policy_weights", "reference_statistics",
            "tuned"]
