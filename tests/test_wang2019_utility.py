@@ -98,6 +98,7 @@ def test_bound_and_error_by_hand():
     lambda: DiscreteLine(5, 1.0),
     lambda: DiscreteLine(5, 0.9, max_move=1.5),
     lambda: DiscreteLine(5, 0.9).next_states(np.zeros((2, 4))),
+    lambda: DiscreteLine(5, 0.9).next_states(np.full((2, 5), 1.5)),
     lambda: DiscreteLine(5, 0.9).optimal_q(tol=0.0),
     lambda: noisy_q_learning(DiscreteLine(5, 0.9), np.zeros((2, 2, 5)), 3,
                              trial_generators(0, 1)),

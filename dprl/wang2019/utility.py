@@ -33,8 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dprl.envs.line_mdp import N_ACTIONS, LineMDP
-from dprl.validation import (require_array, require_int, require_nonnegative, require_positive,
-                             require_probability)
+from dprl.validation import (require_array, require_in_bounds, require_int, require_nonnegative,
+                             require_positive, require_probability)
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class DiscreteLine:
     def next_states(self, uniforms: ArrayLike) -> np.ndarray:
         """Indices of the next states for uniforms (..., A, n) in [0, 1): state i under
         action a moves to the state nearest ``low[a, i] + max_move u`` (clipped to [0, 1])."""
-        uniforms = require_array("uniforms", uniforms)
+        uniforms = require_in_bounds("uniforms", require_array("uniforms", uniforms), 0.0, 1.0)
         if uniforms.shape[-2:] != (N_ACTIONS, self.n_states):
             raise ValueError(f"uniforms must end with shape ({N_ACTIONS}, {self.n_states}), "
                              f"got {uniforms.shape}")
