@@ -2,7 +2,9 @@
 
 Each benchmark times a candidate (the vectorised code the book uses) and a reference (the
 straightforward way) on the same workload and prints the throughput ratio; ratios, unlike
-seconds, travel between machines. ``python -m dprl bench [name ...] [--quick]``.
+seconds, travel between machines. A scaling benchmark times one workload at several sizes and
+prints the log-log slope of time against size, also free of the machine's speed. Either may
+carry a goal, reported as met or missed. ``python -m dprl bench [name ...] [--quick]``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dprl.envs.mountain_car import GYMNASIUM_ID, MountainCar
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.validation import require_int
-from dprl.wang2019.benchmarks import conditioning_setup, dense_conditioning, ou_conditioning
+from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
+                                      ou_conditioning, query_times)
 from dprl.xie2019 import primal_dual_descent
 
 
@@ -41,6 +44,21 @@ class Benchmark:
     quick_size: int
     repeats: int = 3
     setup: Callable[[int], object] | None = None
+    goal: float | None = None  # the smallest acceptable speed-up
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """``times(sizes)`` returns the seconds one workload takes at each size; the benchmark
+    reports the log-log slope, which must stay at most ``goal``."""
+
+    name: str
+    description: str
+    unit: str
+    times: Callable[[Sequence[int]], Sequence[float]]
+    sizes: tuple[int, ...]
+    quick_sizes: tuple[int, ...]
+    goal: float
 
 
 def _chain_vectorised(n: int) -> object:
@@ -213,7 +231,15 @@ def _hiv_scipy(n: int) -> object:
     return HIVTreatmentMDP().simulate_actions_reference(_hiv_plan(n), "LSODA")
 
 
-BENCHMARKS = {b.name: b for b in [
+_OU_QUERY_BATCH = 1000
+
+
+def _ou_query_times(sizes: Sequence[int]) -> np.ndarray:
+    """Prop. 9's workload at each size, the fastest of 3 timings (Wang & Hegde 2019)."""
+    return np.min([query_times(sizes, _OU_QUERY_BATCH, seed) for seed in range(3)], axis=0)
+
+
+BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
     Benchmark("chain-sampler", "40-state chain trajectories: ChainMDP.sample (numpy, all at once) "
               "vs stepping the Gymnasium env", "trajectories", _chain_vectorised,
               _chain_gymnasium, size=20_000, quick_size=200),
@@ -243,7 +269,11 @@ BENCHMARKS = {b.name: b for b in [
     Benchmark("ou-conditioning", "Ornstein-Uhlenbeck path at 100 new points given n sampled "
               "ones (Wang & Hegde 2019, Prop. 9): nearest-neighbour bridges vs dense Gaussian "
               "conditioning (Cholesky)", "sampled points", ou_conditioning, dense_conditioning,
-              size=10_000, quick_size=500, repeats=1, setup=conditioning_setup),
+              size=10_000, quick_size=500, repeats=1, setup=conditioning_setup, goal=100.0),
+    Scaling("ou-scaling", "Ornstein-Uhlenbeck path answering N uniform queries in batches of "
+            f"{_OU_QUERY_BATCH} (Wang & Hegde 2019, Prop. 9: O(N log N), slope about 1; "
+            "O(N^2) would be 2)", "queries", _ou_query_times,
+            sizes=(10_000, 100_000, 1_000_000), quick_sizes=(1_000, 10_000), goal=1.2),
 ]}
 
 
@@ -258,20 +288,40 @@ def best_time(function: Callable[[int], object], size: int, repeats: int = 3) ->
 
 
 def run_benchmarks(names: Sequence[str] = (), quick: bool = False) -> list[dict[str, float]]:
-    """Run the named benchmarks (all when none) and print each throughput ratio."""
+    """Run the named benchmarks (all when none) and print each throughput ratio or slope."""
     unknown = set(names) - set(BENCHMARKS)
     if unknown:
         raise ValueError(f"unknown benchmarks {sorted(unknown)}; known: {sorted(BENCHMARKS)}")
-    reports = []
-    for name in names or sorted(BENCHMARKS):
-        bench = BENCHMARKS[name]
-        size = bench.quick_size if quick else bench.size
-        if bench.setup is not None:
-            bench.setup(size)
-        candidate = best_time(bench.candidate, size, bench.repeats)
-        reference = best_time(bench.reference, size, bench.repeats)
-        reports.append({"name": name, "size": size, "candidate_s": candidate,
-                        "reference_s": reference, "speedup": reference / candidate})
-        print(f"{name}: {bench.description}\n  {size} {bench.unit}: candidate {candidate:.3g} s, "
-              f"reference {reference:.3g} s, speed-up x{reference / candidate:.3g}")
-    return reports
+    return [(_run_scaling if isinstance(BENCHMARKS[name], Scaling) else _run_ratio)(
+        BENCHMARKS[name], quick) for name in names or sorted(BENCHMARKS)]
+
+
+def _verdict(goal: float | None, value: float, at_least: bool) -> str:
+    if goal is None:
+        return ""
+    met = value >= goal if at_least else value <= goal
+    return f" (goal {'>=' if at_least else '<='} {goal:g}: {'met' if met else 'MISSED'})"
+
+
+def _run_ratio(bench: Benchmark, quick: bool) -> dict[str, float]:
+    size = bench.quick_size if quick else bench.size
+    if bench.setup is not None:
+        bench.setup(size)
+    candidate = best_time(bench.candidate, size, bench.repeats)
+    reference = best_time(bench.reference, size, bench.repeats)
+    speedup = reference / candidate
+    print(f"{bench.name}: {bench.description}\n  {size} {bench.unit}: candidate {candidate:.3g} "
+          f"s, reference {reference:.3g} s, speed-up x{speedup:.3g}"
+          + _verdict(bench.goal, speedup, at_least=True))
+    return {"name": bench.name, "size": size, "candidate_s": candidate,
+            "reference_s": reference, "speedup": speedup}
+
+
+def _run_scaling(bench: Scaling, quick: bool) -> dict[str, float]:
+    sizes = bench.quick_sizes if quick else bench.sizes
+    times = np.asarray(bench.times(sizes), dtype=float)
+    slope = loglog_slope(sizes, times)
+    print(f"{bench.name}: {bench.description}\n  "
+          + ", ".join(f"{n} {bench.unit} {t:.3g} s" for n, t in zip(sizes, times))
+          + f"; log-log slope {slope:.3g}" + _verdict(bench.goal, slope, at_least=False))
+    return {"name": bench.name, "sizes": sizes, "times_s": times.tolist(), "slope": slope}

@@ -31,3 +31,10 @@ def test_benchmarks_do_equivalent_work():
 def test_unknown_benchmark_is_rejected():
     with pytest.raises(ValueError, match="unknown benchmarks"):
         run_benchmarks(["nope"])
+
+
+def test_scaling_benchmark_reports_its_slope_and_goal(capsys):
+    (report,) = run_benchmarks(["ou-scaling"], quick=True)
+    out = capsys.readouterr().out
+    assert "log-log slope" in out and "goal <= 1.2" in out
+    assert 0.5 < report["slope"] < 2.5 and len(report["times_s"]) == 2

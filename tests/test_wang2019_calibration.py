@@ -9,15 +9,17 @@ from scipy import stats
 
 from dprl.accounting import advanced_composition
 from dprl.mechanisms import gaussian_sigma
-from dprl.wang2019.calibration import (LEMMA8_CONSTANT, advanced_composition_sigma,
+from dprl.wang2019.baselines import dp_sgd_updates
+from dprl.wang2019.calibration import (LEMMA8_CONSTANT, READINGS, advanced_composition_sigma,
                                        authors_calibration, calibrate_theorem5,
-                                       exact_composition_delta, gp_mechanism,
+                                       dqn_calibration, exact_composition_delta, gp_mechanism,
                                        gp_mechanism_sigma, kov13_sigma, lemma6_norm_bound,
                                        lemma8_offset, lemma8_tail_bound, ou_rkhs_norm_squared,
-                                       sample_path_maxima, theorem5_beta,
+                                       ou_whiten, sample_path_maxima, theorem5_beta,
                                        theorem5_composition_sigma, theorem5_constant,
                                        theorem5_delta, theorem5_sigma)
 from dprl.wang2019.functional_noise import OUPath, ou_kernel
+from dprl.wang2019.q_learning import AUTHORS_DQN
 
 #: A Theorem 5 setting: eps, delta, T, B, alpha, k, L.
 SETTING = (0.9, 5e-5, 39 * 128, 128, 0.01, 138.8, 1.0)
@@ -47,6 +49,41 @@ def test_rkhs_norm_of_kernel_sums_is_the_quadratic_form():
     f = ou_kernel(grid, y, 1.0, beta) @ c
     assert ou_rkhs_norm_squared(grid, f, beta) == pytest.approx(
         c @ ou_kernel(y, y, 1.0, beta) @ c, rel=1e-6)
+
+
+def test_whitening_gives_the_inverse_kernel_quadratic_form():
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.random(40)) * 3 - 1
+    a, b = rng.standard_normal((2, 40))
+    kernel = ou_kernel(x, x, 1.0, 2.5)
+    assert ou_whiten(x, a, 2.5) @ ou_whiten(x, b, 2.5) == pytest.approx(
+        a @ np.linalg.solve(kernel, b), rel=1e-9)
+
+
+def test_whitened_paths_are_iid_gaussian():
+    x = np.sort(np.random.default_rng(5).random(30))
+    paths = OUPath(0.7, 4.0, np.random.default_rng(6), n_paths=5000)(x)
+    innovations = ou_whiten(x, paths, 4.0) / 0.7
+    empirical = innovations.T @ innovations / 5000
+    assert np.abs(empirical - np.eye(30)).max() < 0.1  # entries have sd ~ 0.014-0.02
+    statistic = np.sum(innovations ** 2)
+    assert stats.chi2.sf(statistic, innovations.size) > 1e-4
+    assert stats.chi2.cdf(statistic, innovations.size) > 1e-4
+
+
+def test_finite_release_sensitivity_grows_to_the_rkhs_norm():
+    """Sec. 2.2: the noise needed for f at finitely many points grows with the points, up
+    to ||f||_H; the Mahalanobis norm of f on a grid never exceeds it."""
+    beta, f = 3.0, lambda x: np.sin(5 * x) + x ** 2
+    fine = np.linspace(0, 1, 400_001)
+    norm = ou_rkhs_norm_squared(fine, f(fine), beta)
+    previous = 0.0
+    for n in (2, 5, 17, 65, 257, 1025):
+        x = np.linspace(0, 1, n)
+        squared = np.sum(ou_whiten(x, f(x), beta) ** 2)
+        assert previous <= squared <= norm * (1 + 1e-9)
+        previous = squared
+    assert previous == pytest.approx(norm, rel=1e-4)
 
 
 def test_lemma6_bound_holds_for_piecewise_linear_functions():
@@ -179,6 +216,27 @@ def test_authors_setting_values():
         authors_calibration(0.45, 5000, 100, tail="borell-tis")
 
 
+def test_dqn_calibration_readings():
+    updates, iterations, printed = (dqn_calibration(0.9, AUTHORS_DQN, r) for r in READINGS)
+    n_updates, n_iterations = dp_sgd_updates(AUTHORS_DQN), 5000 // 128
+    assert n_updates == 4873 and n_iterations == 39
+    for cal, n, resets, variant in ((updates, n_updates, 100, "proof"),
+                                    (iterations, n_iterations, n_iterations, "proof"),
+                                    (printed, n_iterations, n_iterations, "statement")):
+        assert cal.sigma == pytest.approx(theorem5_sigma(
+            0.9, 5e-5, n * 128, 128, 0.01, cal.k, 1.0, variant=variant), rel=1e-12)
+        assert cal.total_delta == pytest.approx(1e-4, rel=1e-6)  # J paths in the tail term:
+        assert cal.total_delta == pytest.approx(theorem5_delta(5e-5, cal.k, cal.sigma, cal.beta,
+                                                               resets), rel=1e-12)
+    # exact accounting of the n Gaussian-process updates each reading counts
+    for cal, n in ((updates, n_updates), (iterations, n_iterations)):
+        assert exact_composition_delta(0.9, cal.sigma, math.sqrt(cal.constant), n) <= 5e-5
+    assert exact_composition_delta(0.9, printed.sigma, math.sqrt(printed.constant),
+                                   n_iterations) > 100 * 5e-5
+    assert updates.sigma > iterations.sigma > printed.sigma
+    assert dqn_calibration(0.45, AUTHORS_DQN, "iterations").sigma > iterations.sigma
+
+
 def test_composition_baselines():
     eps, delta, n = 0.9, 5e-5, 39
     ours = theorem5_composition_sigma(eps, delta, n, 1.0)
@@ -215,6 +273,11 @@ def test_composition_baselines():
     lambda: advanced_composition_sigma(50.0, 1e-5, 1, 1.0),
     lambda: exact_composition_delta(0.9, 1.0, 1.0, 1.5),
     lambda: sample_path_maxima(1.0, 1.0, 0, np.random.default_rng(0)),
+    lambda: ou_whiten([0.0, 0.0], [1.0, 1.0], 1.0),
+    lambda: ou_whiten([0.0, 1.0], [1.0, 1.0, 1.0], 1.0),
+    lambda: ou_whiten([0.0, 1.0], [1.0, 1.0], 0.0),
+    lambda: dqn_calibration(0.9, AUTHORS_DQN, "other"),
+    lambda: dqn_calibration(0.9, AUTHORS_DQN, delta_total=1.0),
 ])
 def test_bad_inputs_raise(call):
     with pytest.raises(ValueError):

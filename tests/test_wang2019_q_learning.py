@@ -48,6 +48,7 @@ class FakePaths:
         return self.value(points)
 
     extend = __call__ = value
+    n_points = property(lambda self: np.zeros(self.sigmas.size, dtype=np.int64))
 
 
 def reference_dqn(config, sigma, rng, mdp):
@@ -183,6 +184,22 @@ def test_fresh_paths_every_reset_period(monkeypatch):
     assert [calls[i] for i in refreshes] == [0, 24, 38, 38, 38]
     # two extensions a step (the state acted in, the next state), one for the grid point
     assert np.diff(refreshes + [len(calls)]).tolist() == [25, 25, 25, 25, 2 * 2 + 1 + 1]
+
+
+def test_noise_points_count_the_states_of_the_current_paths():
+    """After a reset the paths hold every state the buffer can return; then each step adds
+    the state acted in and the next state (Alg. 1 lines 7-8 and 14-18)."""
+    config = QLearningConfig(n_episodes=6, batch_size=8, replay_capacity=20, reset_period=12)
+    result = train(MLPQ(), config, [0.0, 0.5], trial_generators(4, 2), SHORT)
+    steps = config.n_episodes * SHORT.horizon
+    states = result.states[:, :, :-1].reshape(2, steps)
+    following = result.states[:, :, 1:].reshape(2, steps)
+    assert np.all(result.noise_points[0] == 0)
+    for step in range(steps):
+        reset = step - step % config.reset_period
+        first = max(0, reset + 1 - config.replay_capacity)  # what a batch can return
+        held = np.concatenate([states[1, first:step + 1], following[1, first:step + 1]])
+        assert result.noise_points[1, step] == np.unique(held).size
 
 
 def test_separate_target_paths_reset_together(monkeypatch):

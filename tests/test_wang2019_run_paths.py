@@ -82,6 +82,21 @@ def test_repeated_points_return_stored_values():
     np.testing.assert_array_equal(paths(np.tile([[0.3]], (3, 2)))[0, 1], new[0])
 
 
+def test_point_count_is_the_number_of_distinct_points():
+    paths = RunPaths(np.ones(2), BETA, trial_generators(1, 2), 2, online_capacity=2)
+    assert paths.n_points.tolist() == [0, 0]
+    paths.refresh(np.array([[0.2, 0.5, 0.2, 1.0], [0.0, 0.0, 0.0, 0.0]]))
+    assert paths.n_points.tolist() == [3, 1]
+    seen = [{0.2, 0.5, 1.0}, {0.0}]
+    for step in ([0.3, 0.0], [0.3, 0.1], [0.5, 0.7], [0.9, 0.1], [0.25, 0.0]):
+        paths.extend(np.array(step))  # through the online buffer and its merges
+        for run, x in enumerate(step):
+            seen[run].add(x)
+        assert paths.n_points.tolist() == [len(points) for points in seen]
+    paths.refresh(np.empty((2, 0)))
+    assert paths.n_points.tolist() == [0, 0]
+
+
 def test_runs_do_not_depend_on_the_batch():
     points = np.random.default_rng(3).random((4, 50))
     alone = RunPaths(np.array([0.4]), BETA, trial_generators(7, [2]), 2, online_capacity=8)

@@ -12,6 +12,9 @@ Spaces*: the functional noise, its privacy calibration, Algorithm 1 and the base
 - :mod:`~dprl.wang2019.baselines` and :mod:`~dprl.wang2019.dp_sgd`: input perturbation,
   output perturbation (not private; utility only) and DP-SGD without amplification, calibrated
   for the same ``(eps, delta)`` under ``||r - r'||_inf <= 1`` (Sec. 4, Fig. 2).
+- :mod:`~dprl.wang2019.utility`: the discrete line MDP, tabular Algorithm 1 with one noise
+  path (J = 1) and the bound of Prop. 10.
+- :mod:`~dprl.wang2019.benchmarks`: the speed workloads of Prop. 9.
 """
 
 from dprl.wang2019.functional_noise import (OUPath, conditional_moments,

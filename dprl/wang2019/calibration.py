@@ -27,16 +27,21 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dprl.accounting import advanced_composition
+from dprl.envs.line_mdp import LineMDP
 from dprl.mechanisms import gaussian_delta
 from dprl.validation import (require_array, require_delta, require_epsilon, require_int,
                              require_positive, require_probability)
+from dprl.wang2019.baselines import dp_sgd_updates, n_rewards
 from dprl.wang2019.functional_noise import OUPath
+from dprl.wang2019.q_learning import QLearningConfig
 
 #: Lemma 8's constant: E max_{[0,1]} g <= 8.68 sqrt(beta) sigma for g ~ GP(0, sigma^2 K).
 LEMMA8_CONSTANT = 8.68
 GP_SOURCES = {"wang2019": 1.25, "hall2013": 2.0}
 SIGMA_VARIANTS = ("proof", "statement")
 TAIL_VARIANTS = ("statement", "borell-tis")
+#: How Theorem 5 is applied to Algorithm 1 inside the authors' DQN (:func:`dqn_calibration`).
+READINGS = ("updates", "iterations", "printed")
 
 
 def gp_mechanism_sigma(sensitivity: float, eps: float, delta: float, *,
@@ -85,6 +90,29 @@ def ou_rkhs_norm_squared(x: ArrayLike, f: ArrayLike, beta: float) -> float:
     slope_part = np.sum(df ** 2 / dx)
     value_part = np.sum(dx * (f[:-1] ** 2 + f[:-1] * f[1:] + f[1:] ** 2) / 3)
     return float((slope_part + beta ** 2 * value_part) / (2 * beta) + (f[0] ** 2 + f[-1] ** 2) / 2)
+
+
+def ou_whiten(x: ArrayLike, values: ArrayLike, beta: float) -> np.ndarray:
+    """Innovations ``(v_k - rho_k v_{k-1}) / sqrt(1 - rho_k^2)``, ``rho_k = exp(-beta (x_k -
+    x_{k-1}))`` (``v_{-1} = 0``), of values at strictly increasing points x (last axis): the
+    Markov (AR(1)) factorisation of the kernel exp(-beta |x - y|), so ``<w(a), w(b)> =
+    a^T K^{-1} b``. Under GP(0, sigma^2 K) the innovations are i.i.d. N(0, sigma^2);
+    ``||w(f - f')||`` is the sensitivity of releasing f at the points x with
+    Gaussian-process noise (Hall et al. 2013), which grows to the RKHS norm ||f - f'||_H
+    (:func:`ou_rkhs_norm_squared`) as the points fill the interval (Wang & Hegde 2019,
+    Sec. 2.2 and Lemma 6). O(n), no matrix inverted."""
+    x = require_array("x", x, ndim=1)
+    values = require_array("values", values)
+    if values.shape[-1:] != x.shape:
+        raise ValueError(f"values must end with an axis of {x.size} points, got {values.shape}")
+    if np.any(np.diff(x) <= 0):
+        raise ValueError("x must be strictly increasing")
+    steps = require_positive("beta", beta) * np.diff(x)
+    rho = np.exp(-steps)
+    innovations = values.copy()
+    innovations[..., 1:] = (values[..., 1:] - rho * values[..., :-1]) / np.sqrt(-np.expm1(
+        -2 * steps))
+    return innovations
 
 
 def lemma6_norm_bound(sup_norm: float, lipschitz: float, beta: float) -> float:
@@ -291,6 +319,39 @@ def advanced_composition_sigma(eps: float, delta: float, n_steps: int, sensitivi
 #: the tail term.
 AUTHORS_SETTING = {"episodes": 100, "steps": 50, "batch_size": 128, "alpha": 0.01,
                    "lipschitz": 1.0, "delta_total": 1e-4}
+
+
+def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates",
+                    mdp: LineMDP = LineMDP(), *,
+                    delta_total: float = AUTHORS_SETTING["delta_total"],
+                    lipschitz: float = AUTHORS_SETTING["lipschitz"]) -> Theorem5Calibration:
+    """Theorem 5 (Wang & Hegde 2019) for Algorithm 1 run inside the DQN ``config`` (Fig. 2):
+    learning rate alpha = ``config.learning_rate``, batch B, Lipschitz constant ``lipschitz``,
+    total delta split evenly between the mechanism and the tail term, tail as printed
+    (:func:`calibrate_theorem5`). ``reading`` says how T/B, J and sigma are read:
+
+    - ``"updates"``: the proof's sigma with T/B = the SGD updates the DQN makes (one per
+      step once B transitions are stored) and J = the paths it draws (one per
+      ``reset_period`` steps): the reading whose guarantee covers the run;
+    - ``"iterations"``: the proof's sigma with T/B = floor(steps / B), Alg. 1's count of
+      iterations (one update per B transitions), and J = T/B: it ignores the DQN's extra
+      updates, so it does not cover the run;
+    - ``"printed"``: the statement's sigma (C outside the root) with the ``"iterations"``
+      count: under-noised twice over (see the module docstring)."""
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    if not isinstance(config, QLearningConfig):
+        raise ValueError(f"config must be a QLearningConfig, got {type(config).__name__}")
+    steps, batch = n_rewards(config, mdp), config.batch_size
+    if reading == "updates":
+        n_updates, resets = dp_sgd_updates(config, mdp), -(-steps // config.reset_period)
+    else:
+        n_updates = resets = require_int("steps // batch_size", steps // batch)
+    variant = "statement" if reading == "printed" else "proof"
+    delta_total = require_delta(delta_total, "delta_total")
+    return calibrate_theorem5(eps, delta_total / 2, n_updates * batch, batch,
+                              config.learning_rate, lipschitz, resets, delta_total / 2,
+                              variant=variant)
 
 
 def authors_calibration(eps: float, n_updates: int, resets: int, *, variant: str = "proof",

@@ -261,6 +261,14 @@ class _Noise:
         """The paths at states (R, N); values (R, N, A)."""
         return self._apply("__call__", points)
 
+    @property
+    def n_points(self) -> np.ndarray:
+        """Distinct points in each run's paths (R,), 0 for the noiseless runs."""
+        counts = np.zeros(self.n_runs, dtype=np.int64)
+        if self._paths is not None:
+            counts[self._noisy] = self._paths.n_points
+        return counts
+
     def _apply(self, method: str, points: np.ndarray) -> np.ndarray:
         """``RunPaths.<method>`` on the noisy runs' points, zeros for the others."""
         values = np.zeros(points.shape + (self.n_actions,))
@@ -297,8 +305,9 @@ class TrainResult:
     against ``H (e + 1)`` samples); ``states`` (R, E, H + 1), ``actions`` (R, E, H): the
     training trajectories; ``grid`` (G,), ``released_q`` and ``network_q`` (R, G, A): the
     released ``Q_theta + g`` and the network alone on the grid; ``released``: the released
-    functions (:class:`NoisyQ`); ``n_resets``: noise paths drawn per run (J, the first
-    included); ``n_updates``: SGD steps per run."""
+    functions (:class:`NoisyQ`); ``noise_points`` (R, E H): distinct states in each run's
+    noise paths after every step (Alg. 1's list ``g``, 0 without noise); ``n_resets``: noise
+    paths drawn per run (J, the first included); ``n_updates``: SGD steps per run."""
 
     sigmas: np.ndarray
     returns: np.ndarray
@@ -308,6 +317,7 @@ class TrainResult:
     released_q: np.ndarray
     network_q: np.ndarray
     released: NoisyQ
+    noise_points: np.ndarray
     n_resets: int
     n_updates: int
 
@@ -320,6 +330,7 @@ class _Log:
 
     def __init__(self, n_runs: int, n_steps: int, n_actions: int) -> None:
         self.data = np.zeros((n_runs, n_steps, 5 + 2 * n_actions))
+        self.noise_points = np.zeros((n_runs, n_steps), dtype=np.int64)
         self.n_actions = n_actions
 
     states = property(lambda self: self.data[:, :, 0])
@@ -400,7 +411,7 @@ def train(learner: Learner, config: QLearningConfig, sigmas: ArrayLike,
     return TrainResult(sigmas, log.rewards.reshape(shape).sum(axis=2), states,
                        log.actions.reshape(shape), grid, released(grid_states),
                        learner.forward(state.params, grid_states)[0], released,
-                       noise.n_resets, state.n_updates)
+                       log.noise_points, noise.n_resets, state.n_updates)
 
 
 def _stack(per_run: Sequence[Params]) -> Params:
@@ -429,6 +440,7 @@ def _run_episodes(learner: Learner, config: QLearningConfig, mdp: LineMDP, state
             s_next, r = mdp.transition(s, a, uniforms[:, t + 1])
             done = t == horizon - 1 and not config.bootstrap_truncation
             log.record(step, s, a, r, s_next, done, g, state.target_noise.extend(s_next))
+            log.noise_points[:, step] = state.noise.n_points
             if step + 1 >= config.batch_size:
                 _update(learner, config, state, log.batch(_replay_rows(config, step, streams)))
             s = s_next

@@ -60,6 +60,12 @@ class RunPaths:
         """R, the number of runs."""
         return self.sigmas.size
 
+    @property
+    def n_points(self) -> np.ndarray:
+        """Distinct points sampled per run since the last refresh, (R,): the length of
+        Alg. 1's list ``g`` (lines 14-18), which Prop. 9's query cost depends on."""
+        return self._distinct.copy()
+
     def refresh(self, points: ArrayLike) -> np.ndarray:
         """Forget every sampled point and draw fresh paths at ``points`` (R, K) (Alg. 1
         lines 7-8: a new sample path; K may be 0). Returns the values, (R, K, n_paths)."""
@@ -75,6 +81,7 @@ class RunPaths:
         self._online_x = np.empty((self.n_runs, self._capacity))
         self._online_v = np.empty((self.n_runs, self._capacity, self.n_paths))
         self._n_online = 0
+        self._distinct = (xs.shape[1] > 0) + np.count_nonzero(np.diff(xs, axis=1), axis=1)
         values = np.empty_like(unit)
         np.put_along_axis(values, order[..., None], unit, axis=1)
         return values * self.sigmas[:, None, None]
@@ -91,6 +98,7 @@ class RunPaths:
                                         self.beta)
         z = np.stack([rng.standard_normal(self.n_paths) for rng in self._rngs])
         unit = np.where(found[:, None], stored, mean + np.sqrt(var) * z)
+        self._distinct += ~found
         self._append(points, unit)
         return unit * self.sigmas[:, None]
 
