@@ -103,7 +103,7 @@ class MountainCarConfig(TrialConfig):
     batch_sizes: tuple[int, ...] = (1000, 3000, 10000)
     epochs: float = 10.0
     clip: float = 1.0
-    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))
+    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))  # 1e-4..1
     tuned_steps: tuple[tuple[float, ...], ...] = ()
     tuned_steps_off: tuple[tuple[float, ...], ...] = ()
     step_multipliers: tuple[float, ...] = (0.1, 1.0, 10.0)
@@ -389,6 +389,12 @@ TUNING = register(Experiment(
 
 _SMOKE_STEPS = ((1e-2, 1e-2, 1e-2),) * 2
 
+
+def _half_decades(*rows: tuple[int, ...]) -> tuple[tuple[float, ...], ...]:
+    """Steps ``10^(k/2)`` per batch size (rows) and level, as the step grid writes them."""
+    return tuple(tuple(float(10 ** (k / 2)) for k in row) for row in rows)
+
+
 MOUNTAIN_CAR = register(Experiment(
     id="xie2019-mountain-car",
     title="Xie et al. (2019), Figs. 2, 3 and App. Fig. 6: GPOPE on Mountain Car",
@@ -397,8 +403,11 @@ MOUNTAIN_CAR = register(Experiment(
                                         tuned_steps=_SMOKE_STEPS, tuned_steps_off=_SMOKE_STEPS,
                                         **_SMOKE),
              # tuned(xie2019-mountain-car-tuning) (tested)
-             "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=5,
-                                        tuned_steps=(), tuned_steps_off=())},
+             "paper": MountainCarConfig(
+                 n_trials=100, root_seed=2020, batch_size=5,
+                 tuned_steps=_half_decades((-8, -6, -5, -1), (-8, -6, -4, -1), (-8, -5, -4, -1)),
+                 tuned_steps_off=_half_decades((-8, -7, -5, -1), (-8, -6, -4, -1),
+                                               (-8, -5, -4, -1)))},
     run_trials=mountain_car_trials))
 
 __all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
