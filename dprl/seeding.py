@@ -33,3 +33,19 @@ def trial_generators(root_seed: int, indices: Sequence[int] | int) -> list[np.ra
         indices = range(require_int("n_trials", indices, minimum=0))
     return [trial_generator(root_seed, i) for i in indices]
 
+
+
+def named_stream(rng: np.random.Generator, *key: int) -> np.random.Generator:
+    """The child stream of ``rng`` named by ``key`` (non-negative integers): PCG64 seeded by
+    ``SeedSequence(entropy, spawn_key=spawn_key + key)`` of ``rng``'s seed sequence. It does
+    not depend on ``rng``'s state nor on which other names are used, so an experiment can
+    give every run of a trial its own stream by name (e.g. (policy, batch size, eps, step)),
+    and a run gives the same bits wherever it is computed."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    seeds = rng.bit_generator.seed_seq
+    if not isinstance(seeds, np.random.SeedSequence):
+        raise ValueError("rng must be seeded by a SeedSequence (e.g. trial_generator)")
+    key = tuple(require_int("key", k, minimum=0) for k in key)
+    return np.random.default_rng(np.random.SeedSequence(seeds.entropy,
+                                                        spawn_key=(*seeds.spawn_key, *key)))

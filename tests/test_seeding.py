@@ -26,3 +26,20 @@ def test_trials_are_independent_streams_and_reproducible():
 def test_bad_seeds_are_rejected(root, index):
     with pytest.raises(ValueError, match="must be"):
         trial_seed(root, index)
+
+
+def test_named_streams_depend_on_the_name_only():
+    from dprl.seeding import named_stream
+
+    rng = trial_generator(7, 3)
+    first = named_stream(rng, 2, 0, 5).standard_normal(4)
+    rng.standard_normal(10)  # the parent's state does not matter
+    assert np.array_equal(named_stream(rng, 2, 0, 5).standard_normal(4), first)
+    assert np.array_equal(named_stream(trial_generator(7, 3), 2, 0, 5).standard_normal(4), first)
+    others = [named_stream(rng, 2, 0, 6), named_stream(rng, 2, 5), named_stream(
+        trial_generator(7, 4), 2, 0, 5), named_stream(trial_generator(8, 3), 2, 0, 5)]
+    assert all(not np.array_equal(g.standard_normal(4), first) for g in others)
+    with pytest.raises(ValueError, match="key"):
+        named_stream(rng, -1)
+    with pytest.raises(ValueError, match="Generator"):
+        named_stream(np.random.RandomState(0), 1)

@@ -39,7 +39,7 @@ from dprl.envs import MountainCar, Trajectories, mountain_car_features
 from dprl.envs.episodes import Episodes, feature_table, stack_episodes
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
-from dprl.seeding import trial_generator
+from dprl.seeding import named_stream, trial_generator
 from dprl.xie2019 import Prepared, gpope_runs, prepare
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 
@@ -176,15 +176,6 @@ def _samples(config: MountainCarConfig, policy, streams: Sequence[np.random.Gene
     return stack_episodes([MountainCar().simulate(m, policy, g) for g in streams])
 
 
-def _stream(rng: np.random.Generator, *key: int) -> np.random.Generator:
-    """The stream of trial ``rng`` named by ``key`` (non-negative integers): the seed sequence
-    ``(entropy, spawn_key + key)``, so that a stream does not depend on which other streams
-    the trial uses."""
-    seeds = rng.bit_generator.seed_seq
-    return np.random.default_rng(np.random.SeedSequence(seeds.entropy,
-                                                        spawn_key=(*seeds.spawn_key, *key)))
-
-
 _DATA, _DP_LSW, _RUN = 0, 1, 2  # first key of the data, DP-LSW and GPOPE / GTD2 streams
 
 
@@ -221,7 +212,7 @@ def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_polic
     m = ready.trajectories.batch_shape[-1]
     keys = [(int(off_policy), size, config.levels.index(eps), _step_key(step))
             for step, eps in runs]
-    streams = [_stream(rng, _RUN, *key) for rng in rngs for key in keys]
+    streams = [named_stream(rng, _RUN, *key) for rng in rngs for key in keys]
     theta, _ = gpope_runs(ready.prepared, np.repeat(np.arange(len(rngs)), len(runs)),
                           [step for _ in rngs for step, _ in runs],
                           max(1, round(config.epochs * m)), config.clip,
@@ -279,7 +270,7 @@ def tuning_trials(config: MountainCarConfig,
     features, target, behaviour = _policies(config)
     out = {}
     for name, policy, off in (("on_policy", target, False), ("off_policy", behaviour, True)):
-        sample = _samples(config, policy, [_stream(g, _DATA, int(off)) for g in rngs])
+        sample = _samples(config, policy, [named_stream(g, _DATA, int(off)) for g in rngs])
         exact = reference_statistics(config, off)
         values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
                            len(config.step_grid)))
@@ -294,7 +285,7 @@ def tuning_trials(config: MountainCarConfig,
 
 def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
     features, target, _ = _policies(config)
-    sample = _samples(config, target, [_stream(g, _DATA, 0) for g in rngs])
+    sample = _samples(config, target, [named_stream(g, _DATA, 0) for g in rngs])
     exact = reference_statistics(config, False)
     main = config.eps_levels.index(config.eps)
     for i, m in enumerate(config.batch_sizes):
@@ -313,13 +304,13 @@ def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> N
             out["step_sweep"][:] = values[:, sweep].reshape(out["step_sweep"].shape)
         out["lstd"][:, i] = mspbe(lstd(ready.trajectories, ready.table, config.gamma,
                                        normalisation="trajectories"), *exact)
-        noise = [_stream(g, _DP_LSW, i) for g in rngs]
+        noise = [named_stream(g, _DP_LSW, i) for g in rngs]
         out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, noise), *exact)
 
 
 def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
     features, _, behaviour = _policies(config)
-    sample = _samples(config, behaviour, [_stream(g, _DATA, 1) for g in rngs])
+    sample = _samples(config, behaviour, [named_stream(g, _DATA, 1) for g in rngs])
     exact = reference_statistics(config, True)
     for i, m in enumerate(config.batch_sizes):
         ready = _ready(sample.first(m), features, config.gamma, True)
