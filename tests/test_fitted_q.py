@@ -9,7 +9,7 @@ import pytest
 from dprl.control.fitted_q import PolynomialBasis, Transitions, fitted_q_iteration
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, SquashedFourierBasis, q_features, value_features
-from dprl.experiments.hiv import (POLICY, behaviour_policy, behaviour_probabilities,
+from dprl.experiments.hiv_policy import (POLICY, behaviour_policy, behaviour_probabilities,
                                   importance_ratios, policy_trials, transitions)
 from dprl.seeding import trial_generator
 
@@ -131,10 +131,11 @@ def test_polynomial_basis_monomials_and_batch_invariance():
 def test_hiv_feature_maps_have_the_stated_sizes_and_value_features_are_bounded():
     assert q_features().n_features == 210
     features = value_features()
-    assert features.n_features == 20 and np.all(features.coefficients[0] == 0)
+    assert features.n_features == 10 and np.all(features.coefficients[0] == 0)
+    assert value_features(3).n_features == 20
     extreme = np.array([[-300.0] * 6, [300.0] * 6, list(LOG10_BOX[0]), list(LOG10_BOX[1])])
     phi = features(extreme)
-    assert phi.shape == (4, 20) and np.all(np.abs(phi) <= 1) and np.all(phi[:, 0] == 1)
+    assert phi.shape == (4, 10) and np.all(np.abs(phi) <= 1) and np.all(phi[:, 0] == 1)
     # only log10 T1, V and E matter; the box centre maps to z = 1/2
     y = np.array([[5.0, 9.0, 9.0, 9.0, 2.25, 3.0]])
     assert features(y)[0, 1:4] == pytest.approx(np.cos(np.pi / 2 * np.ones(3)), abs=1e-15)
