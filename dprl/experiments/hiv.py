@@ -44,6 +44,7 @@ from dprl.features import DecorrelatedFeatures
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream
 from dprl.xie2019 import prepare
+from dprl.xie2019.gpope import gradient_norms
 from dprl.xie2019.baselines import episode_statistics, wis_lstd
 
 _DATA, _RUN = 0, 2  # first key of a trial's data and GPOPE / GTD2 streams
@@ -149,6 +150,13 @@ def _samples(config: HIVConfig, rngs: Sequence[np.random.Generator]
     return stack_episodes([p[0] for p in parts]), np.stack([p[1] for p in parts])
 
 
+def _check_sizes(config: HIVConfig) -> None:
+    sizes = list(config.batch_sizes)
+    if not sizes or sizes != sorted(set(sizes)):
+        raise ValueError(f"batch_sizes must be increasing (data sets are nested: the first m "
+                         f"patients), got {config.batch_sizes}")
+
+
 def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
     trajectories, table = feature_table(data, features)
     gamma = hiv_mdp(config.policy_scale).gamma
@@ -159,6 +167,7 @@ def tuning_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
                   ) -> dict[str, np.ndarray]:
     """MSPBE ``(sizes, levels, steps)`` per (public) trial of GPOPE at each of
     ``eps_levels`` and GTD2 (the last level), every step of the grid."""
+    _check_sizes(config)
     ref = reference(config)
     data, ratios = _samples(config, rngs)
     values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
@@ -183,8 +192,13 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
     """Per trial, at every batch size: the MSPBE and the start-state value estimate of GPOPE
     ``(sizes, eps_levels)`` at the tuned steps, of GTD2 (same ``N``) and WIS-LSTD
     ``(sizes,)``; the condition number of the data set's ``C`` in the decorrelated and the
-    base features ``(sizes,)``; the MSPBE of ``theta = 0`` and the behaviour's mean ratio and
-    fraction of target actions ``()``."""
+    base features ``(sizes,)``. Per trial ``()``: the MSPBE of ``theta = 0``; the behaviour's
+    mean ratio and fraction of target actions; the fraction of the per-trajectory gradients
+    ``||B_i||`` above ``h`` at ``theta = w = 0`` and at WIS-LSTD's solution (with ``w = 0``,
+    the data set's saddle point), at the largest ``m``; and, the same in every trial, the
+    condition number of the reference ``C`` in the base features and the norm bound of the
+    decorrelated features."""
+    _check_sizes(config)
     sizes, levels = len(config.batch_sizes), len(config.levels)
     steps = config.tuned_steps
     if len(steps) != sizes or any(len(row) != levels for row in steps):
@@ -212,7 +226,14 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
         base_C = np.einsum("ij,djk,lk->dil", transform, C, transform)
         out["condition"][:, i] = np.linalg.cond(C)
         out["base_condition"][:, i] = np.linalg.cond(base_C)
-    out["mspbe_zero"] = np.full(n, mspbe(np.zeros(ref.features.n_features), *ref.statistics))
+    d = ref.features.n_features
+    out["mspbe_zero"] = np.full(n, mspbe(np.zeros(d), *ref.statistics))
+    out["reference_condition"] = np.full(n, ref.base_condition)
+    out["feature_bound"] = np.full(n, ref.features.norm_bound())
+    for name, point in (("clipped_at_zero", np.zeros((n, d))), ("clipped_at_wis", wis)):
+        norms = gradient_norms(trajectories, table, mdp.gamma, point, np.zeros((n, d)),
+                               ratios[:, :m])
+        out[name] = (norms > config.clip).mean(axis=-1)
     out["ratio_mean"] = ratios.mean(axis=(1, 2))
     out["target_fraction"] = (ratios > 0).mean(axis=(1, 2))
     return out
