@@ -11,8 +11,7 @@ from scipy.optimize import root
 from dprl.envs.hiv import ERNST_ACTIONS, HIVEpisodes, HIVTreatmentEnv, HIVTreatmentMDP
 from dprl.envs.hiv_model import (HEALTHY_STEADY_STATE, UNHEALTHY_STEADY_STATE, HIVConstants,
                                  _invert, derivatives, fixed_point, integrate,
-                                 integrate_reference,
-                                 jacobian)
+                                 integrate_reference, jacobian)
 
 NO_DRUG = np.zeros((1, 2))
 TEST_ID = "dprl-test/HIVTreatment-v0"
