@@ -1,9 +1,10 @@
-"""Tabular, aggregation and Fourier features."""
+"""Tabular, aggregation, Fourier and decorrelated features."""
 
 import numpy as np
 import pytest
 
-from dprl.features import FourierBasis, aggregation_features, tabular_features
+from dprl.features import (DecorrelatedFeatures, FourierBasis, aggregation_features,
+                           tabular_features)
 
 SQRT_HALF = np.sqrt(0.5)
 
@@ -101,3 +102,44 @@ def test_fourier_rows_do_not_depend_on_the_batch():
     np.testing.assert_array_equal(together, pieces)
     for i in (0, 17, 2999):
         np.testing.assert_array_equal(basis(states[i]), together[i])
+
+
+def _correlated_basis():
+    """Bounded features in [-1, 1] of a 2-D input that are strongly correlated."""
+    return FourierBasis(2, [0.0, 0.0], [1.0, 1.0])
+
+
+def test_decorrelated_features_have_identity_second_moment_and_the_same_span():
+    base = _correlated_basis()
+    x = np.random.default_rng(0).beta(5, 5, size=(4000, 2))  # concentrated: C ill-conditioned
+    phi = base(x)
+    C = phi.T @ phi / len(x)
+    features = DecorrelatedFeatures(base, C)
+    psi = features(x)
+    assert np.linalg.cond(C) > 500
+    np.testing.assert_allclose(psi.T @ psi / len(x), np.eye(9), atol=1e-8)
+    # the same span: least squares on either gives the same fitted values
+    y = np.sin(3 * x[:, 0]) + x[:, 1] ** 3
+    fit = [f @ np.linalg.lstsq(f, y, rcond=None)[0] for f in (phi, psi)]
+    np.testing.assert_allclose(fit[0], fit[1], atol=1e-8)
+
+
+def test_decorrelated_features_obey_their_norm_bound_and_rows_do_not_depend_on_the_batch():
+    base = _correlated_basis()
+    x = np.random.default_rng(1).beta(5, 5, size=(500, 2))
+    features = DecorrelatedFeatures(base, base(x).T @ base(x) / len(x))
+    anywhere = np.random.default_rng(2).random((2000, 2))
+    norms = np.linalg.norm(features(anywhere), axis=1)
+    assert norms.max() <= features.norm_bound() and norms.max() > 0.1 * features.norm_bound()
+    assert np.array_equal(features(anywhere)[17], features(anywhere[17:18])[0])
+    assert features(anywhere.reshape(40, 50, 2)).shape == (40, 50, 9)
+
+
+@pytest.mark.parametrize("matrix, message", [
+    (np.ones((9, 9)), "positive definite"),
+    (np.triu(np.ones((9, 9))), "symmetric"),
+    (np.eye(3), "give 3 features"),
+])
+def test_decorrelated_features_reject_bad_second_moments(matrix, message):
+    with pytest.raises(ValueError, match=message):
+        DecorrelatedFeatures(_correlated_basis(), matrix)(np.full((2, 2), 0.5))

@@ -10,8 +10,8 @@ from scipy.optimize import root
 
 from dprl.envs.hiv import ERNST_ACTIONS, HIVEpisodes, HIVTreatmentEnv, HIVTreatmentMDP
 from dprl.envs.hiv_model import (HEALTHY_STEADY_STATE, UNHEALTHY_STEADY_STATE, HIVConstants,
-                                 _invert, derivatives, integrate, integrate_reference,
-                                 jacobian)
+                                 _invert, derivatives, fixed_point, integrate,
+                                 integrate_reference, jacobian)
 
 NO_DRUG = np.zeros((1, 2))
 TEST_ID = "dprl-test/HIVTreatment-v0"
@@ -255,3 +255,12 @@ def test_env_rejects_bad_arguments():
         env.step(4)
     with pytest.raises(ValueError):
         env.reset(options={"state": UNHEALTHY_STEADY_STATE})
+
+
+@pytest.mark.parametrize("published", [UNHEALTHY_STEADY_STATE, HEALTHY_STEADY_STATE])
+def test_fixed_point_rounds_to_the_published_steady_state_and_zeroes_the_derivatives(published):
+    x = fixed_point(published)
+    assert np.all(np.abs(x - published) <= 0.5)
+    assert np.all(np.abs(derivatives(x[None], NO_DRUG)[0]) <= 1e-9 * x)
+    with pytest.raises(ValueError, match="> 0"):
+        fixed_point([1.0, 1.0, 1.0, 1.0, 1.0, 0.0])

@@ -320,3 +320,28 @@ def integrate_reference(states: np.ndarray, efficacies: np.ndarray, days: float,
                                f"{solution.message}")
         out[i] = solution.y[:, -1]
     return out
+
+
+def fixed_point(state, efficacies=(0.0, 0.0), constants: HIVConstants = HIVConstants(),
+                tol: float = 1e-14) -> np.ndarray:
+    """The steady state of the Adams et al. (2004) model with the efficacies ``(e1, e2)``
+    held, found by Newton's method (``scipy.optimize.root``, hybrid Powell with the exact
+    Jacobian) on ``g(ln x) = f(x) / x = 0`` from ``state`` ``(6,)`` (> 0), e.g. the rounded
+    steady states of Ernst et al. (2006). Raises ``RuntimeError`` if it does not converge."""
+    from scipy.optimize import root
+
+    start = require_array("state", state, shape=(6,))
+    if start.min() <= 0:
+        raise ValueError(f"state must be > 0 in every component, got {tuple(start)}")
+    states, held = _check_batch(start[None], np.asarray(efficacies, dtype=float)[None])
+    rates = _rates(held, constants)
+
+    def residual_and_jacobian(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g, Jg = _log_jacobian(y[:, None], rates, constants)
+        return g[:, 0], Jg[:, :, 0]
+
+    solution = root(residual_and_jacobian, np.log(states[0]), jac=True, tol=tol)
+    if not solution.success:
+        raise RuntimeError(f"fixed_point: no convergence from {tuple(start)}: "
+                           f"{solution.message}")
+    return np.exp(solution.x)

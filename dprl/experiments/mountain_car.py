@@ -37,10 +37,11 @@ from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy, q_learning
 from dprl.envs import MountainCar, Trajectories, mountain_car_features
 from dprl.envs.episodes import Episodes, feature_table, stack_episodes
+from dprl.experiments.off_policy import RunTable, runs_mspbe, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream, trial_generator
-from dprl.xie2019 import Prepared, gpope_runs, prepare
+from dprl.xie2019 import Prepared, prepare
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 
 _REFERENCE_CHUNK = 2000
@@ -184,14 +185,6 @@ def _samples(config: MountainCarConfig, policy, streams: Sequence[np.random.Gene
 _DATA, _DP_LSW, _RUN = 0, 1, 2  # first key of the data, DP-LSW and GPOPE / GTD2 streams
 
 
-def _step_key(step: float) -> int:
-    """A step's half-decade exponent, offset to be non-negative (steps are ``10^(k/2)``)."""
-    exponent = 2 * math.log10(step)
-    if abs(exponent - round(exponent)) > 1e-9 or not -100 <= exponent < 100:
-        raise ValueError(f"steps must be powers 10^(k/2) with |k| < 100, got {step}")
-    return round(exponent) + 100
-
-
 @dataclasses.dataclass(frozen=True)
 class _Ready:
     """Data sets prepared once for every GPOPE run on them, and the non-private least-squares
@@ -211,39 +204,10 @@ def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
     return _Ready(prepare(trajectories, table, gamma, ratios), least_squares)
 
 
-def _runs_mspbe(config: MountainCarConfig, ready: _Ready, exact, rngs, off_policy: bool,
-                size: int, runs: Sequence[tuple[float, float]]) -> np.ndarray:
-    """MSPBE ``(trials, len(runs))`` of GPOPE (or GTD2 at ``eps = inf``) for each ``(step,
-    eps)`` of ``runs`` and each trial, ``N = epochs * m`` iterations on prepared data; a run
-    that diverged (its theta overflowed) has MSPBE ``inf``. A run draws from the trial's
-    stream named by (policy, batch size, eps, step), so the same run gives the same result
-    in every figure it appears in."""
-    m = ready.prepared.m
-    keys = [(int(off_policy), size, config.levels.index(eps), _step_key(step))
-            for step, eps in runs]
-    streams = [named_stream(rng, _RUN, *key) for rng in rngs for key in keys]
-    with np.errstate(over="ignore", invalid="ignore"):  # large steps may diverge
-        theta, _ = gpope_runs(ready.prepared, np.repeat(np.arange(len(rngs)), len(runs)),
-                              [step for _ in rngs for step, _ in runs],
-                              max(1, round(config.epochs * m)), config.clip,
-                              [eps for _ in rngs for _, eps in runs], config.delta, streams)
-    finite = np.isfinite(theta).all(axis=-1)
-    values = np.full(finite.shape, np.inf)
-    values[finite] = mspbe(theta[finite], *exact)
-    return values.reshape(len(rngs), len(runs))
-
-
-class _RunTable:
-    """Distinct ``(step, eps)`` runs at one batch size, each computed once."""
-
-    def __init__(self) -> None:
-        self.runs: dict[tuple[float, float], int] = {}
-
-    def add(self, step: float, eps: float) -> int:
-        return self.runs.setdefault((step, eps), len(self.runs))
-
-    def compute(self, config, ready, exact, rngs, off_policy, size) -> np.ndarray:
-        return _runs_mspbe(config, ready, exact, rngs, off_policy, size, list(self.runs))
+def _prefix(off_policy: bool, size: int) -> tuple[int, int, int]:
+    """The first names of a run's stream: (runs, policy, batch size); the level and the step
+    follow (:func:`dprl.experiments.off_policy.run_thetas`)."""
+    return _RUN, int(off_policy), size
 
 
 def _cells(config: MountainCarConfig, observations: np.ndarray) -> np.ndarray:
@@ -297,8 +261,8 @@ def tuning_trials(config: MountainCarConfig,
         for i, m in enumerate(config.batch_sizes):
             ready = _ready(sample.first(m), features, config.gamma, off)
             runs = [(step, eps) for eps in config.levels for step in config.step_grid]
-            values[:, i] = _runs_mspbe(config, ready, exact, rngs, off, i, runs).reshape(
-                values[:, i].shape)
+            values[:, i] = runs_mspbe(config, ready.prepared, exact, rngs, _prefix(off, i),
+                                      runs).reshape(values[:, i].shape)
         out[name] = values
     return out
 
@@ -310,13 +274,13 @@ def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> N
     main = config.eps_levels.index(config.eps)
     for i, m in enumerate(config.batch_sizes):
         data, steps = sample.first(m), config.tuned_steps[i]
-        ready, table = _ready(data, features, config.gamma, False), _RunTable()
+        ready, table = _ready(data, features, config.gamma, False), RunTable()
         multiplied = [table.add(factor * steps[main], config.eps)
                       for factor in config.step_multipliers]
         levels = [table.add(step, eps) for step, eps in zip(steps, config.levels)]
         sweep = ([table.add(step, eps) for eps in config.levels for step in config.step_grid]
                  if m == config.m_fixed else [])
-        values = table.compute(config, ready, exact, rngs, False, i)
+        values = table.compute(config, ready.prepared, exact, rngs, _prefix(False, i))
         out["gpope"][:, i] = values[:, multiplied]
         out["gpope_eps"][:, i] = values[:, levels[:-1]]
         out["gtd2"][:, i] = values[:, levels[-1]]
@@ -334,7 +298,7 @@ def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> 
     for i, m in enumerate(config.batch_sizes):
         ready = _ready(sample.first(m), features, config.gamma, True)
         runs = list(zip(config.tuned_steps_off[i], config.levels))
-        values = _runs_mspbe(config, ready, exact, rngs, True, i, runs)
+        values = runs_mspbe(config, ready.prepared, exact, rngs, _prefix(True, i), runs)
         out["gpope_off"][:, i], out["gtd2_off"][:, i] = values[:, :-1], values[:, -1]
         out["wis_lstd"][:, i] = mspbe(ready.least_squares, *exact)
 
@@ -370,9 +334,7 @@ def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
     """The step of the grid with the least mean MSPBE over the public trials, per batch size
     and level, on- and off-policy: the ``tuned_steps`` / ``tuned_steps_off`` of the private
     runs, from a ``xie2019-mountain-car-tuning`` result."""
-    grid = np.asarray(step_grid)
-    return {name: tuple(tuple(float(s) for s in row)
-                        for row in grid[result[key].mean(axis=0).argmin(axis=-1)])
+    return {name: tuned_steps(result[key], step_grid)
             for name, key in (("tuned_steps", "on_policy"), ("tuned_steps_off", "off_policy"))}
 
 

@@ -1,0 +1,279 @@
+"""Xie, Thomas & Miklau (2019), Sec. 7, Fig. 4: off-policy GPOPE on the HIV simulator.
+
+The evaluated policy is greedy in the Q learned by fitted Q iteration and the behaviour is the
+softmax of that Q (:mod:`dprl.experiments.hiv_policy`); episodes are the paper's (Ernst et al.
+2006): 200 steps of 5 days from the unhealthy steady state, gamma = 0.98. A data set is ``m``
+behaviour patients, simulated all at once.
+
+- Value features: :func:`dprl.envs.hiv_features.value_features` (order-2 squashed Fourier
+  basis on ``log10`` T1, V, E; 10 features, each in ``[-1, 1]``) decorrelated on public data
+  (:class:`dprl.features.DecorrelatedFeatures` with the ``C`` of the reference sample), so
+  that ``C`` is near the identity on every data set instead of having condition number ~1e4.
+- ``xie2019-hiv-tuning``: the constant step of GPOPE at every privacy level, and of GTD2,
+  chosen on *public* data (another root seed) for every batch size.
+- ``xie2019-hiv``: GPOPE at every level, GTD2 (same ``N``) and WIS-LSTD against ``m``; their
+  MSPBE, their estimate of the value of the start state, the conditioning of ``C`` on every
+  data set, and the behaviour's importance ratios.
+
+GPOPE runs ``N = epochs * m`` iterations with clipping bound ``h = clip`` in reward units
+(rewards are ~1e8 per step under the evaluated policy; the per-trajectory gradients' median
+norm is ~3e7 on public data, so clipping changes most updates) and the noise calibrated for
+that ``N`` by the full accountant. Every run (batch size, level, step) draws from its own
+named stream of the trial. The MSPBE is taken under ``A, b, C`` (Eq. 2.1) of
+``reference_episodes`` public behaviour episodes (``reference_seed``), the sample that also
+decorrelates the features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from dprl.envs.episodes import Episodes, feature_table, stack_episodes
+from dprl.envs.hiv import HIVTreatmentMDP
+from dprl.envs.hiv_features import LOG10_BOX, value_features
+from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
+                                         importance_ratios, policy_degree, policy_weights)
+from dprl.experiments.off_policy import run_thetas, runs_mspbe, scored, tuned_steps
+from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.features import DecorrelatedFeatures
+from dprl.policy_evaluation import mspbe
+from dprl.seeding import named_stream
+from dprl.xie2019 import prepare
+from dprl.xie2019.gpope import gradient_norms
+from dprl.xie2019.baselines import episode_statistics, wis_lstd
+
+_DATA, _RUN = 0, 2  # first key of a trial's data and GPOPE / GTD2 streams
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HIVConfig(TrialConfig):
+    """Privacy, GPOPE, the grids and the behaviour (stated in the chapter).
+
+    ``tuned_steps[i][k]`` is the step at ``batch_sizes[i]`` and ``levels[k]`` (the last
+    GTD2's), chosen on public data by ``xie2019-hiv-tuning``."""
+
+    policy_scale: str = "paper"
+    temperature: float = BEHAVIOUR_TEMPERATURE
+    order: int = 2
+    eps_levels: tuple[float, ...] = (1.0, 3.0, 10.0)
+    delta: float = 1e-5
+    batch_sizes: tuple[int, ...] = (50, 100, 200, 400)
+    epochs: float = 10.0
+    clip: float = 1e7
+    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))
+    tuned_steps: tuple[tuple[float, ...], ...] = ()
+    reference_episodes: int = 2000
+    reference_seed: int = 1
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        """The privacy levels of the runs: ``eps_levels``, then ``inf`` (GTD2)."""
+        return (*self.eps_levels, math.inf)
+
+
+def hiv_mdp(policy_scale: str) -> HIVTreatmentMDP:
+    """The MDP of the policy at ``policy_scale`` (Ernst et al. 2006, ``horizon`` steps)."""
+    return HIVTreatmentMDP(horizon=POLICY.config(policy_scale).horizon)
+
+
+def reward_range(mdp: HIVTreatmentMDP) -> tuple[float, float]:
+    """The declared bound of every reward: Ernst et al.'s reward
+    ``-0.1 V - 2e4 e1^2 - 2e3 e2^2 + 1e3 E`` over the box :data:`LOG10_BOX` of states
+    (``V <= 10^6.5``, ``E <= 10^6``) and the actions. Data outside it are rejected."""
+    v_max, e_max = 10 ** LOG10_BOX[1][4], 10 ** LOG10_BOX[1][5]
+    penalties = [-mdp.drug_penalties[0] * e1**2 - mdp.drug_penalties[1] * e2**2
+                 for e1, e2 in mdp.actions]
+    return (-mdp.virus_weight * v_max + min(penalties), mdp.effector_weight * e_max
+            + max(penalties))
+
+
+def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
+                   rng: np.random.Generator) -> tuple[Episodes, np.ndarray]:
+    """``n_patients`` episodes of the behaviour (softmax of the learned Q of the policy at
+    ``policy_scale``, at ``temperature``), all patients at once, as :class:`Episodes`
+    (truncated at the horizon, with the behaviour's probabilities of the actions taken), and
+    the importance ratios ``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` ``(n, H)`` of the
+    greedy target (Xie et al. 2019, Eq. 2.1)."""
+    weights, degree = policy_weights(policy_scale), policy_degree(policy_scale)
+    mdp = hiv_mdp(policy_scale)
+    behaviour = behaviour_policy(weights, temperature, degree)
+    episodes = mdp.simulate(behaviour, n_patients, rng)
+    n, steps = episodes.actions.shape
+    probs = behaviour.probabilities(episodes.observations[:, :-1].reshape(-1, 6))
+    taken = probs[np.arange(n * steps), episodes.actions.ravel()].reshape(n, steps)
+    data = Episodes(episodes.observations, episodes.actions, episodes.rewards,
+                    np.full(n, steps), np.zeros(n, dtype=bool), reward_range(mdp), taken)
+    return data, importance_ratios(weights, temperature, episodes, degree)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The public reference sample's features and statistics: ``features`` (decorrelated on
+    the sample), ``A, b, C`` of Eq. 2.1 in those features (``C`` ~ identity), and the
+    condition number of the sample's ``C`` in the base features."""
+
+    features: DecorrelatedFeatures
+    statistics: tuple[np.ndarray, np.ndarray, np.ndarray]
+    base_condition: float
+
+
+def reference(config: HIVConfig) -> Reference:
+    """:class:`Reference` from ``reference_episodes`` public behaviour episodes drawn with
+    ``reference_seed`` (cached: every trial of a process shares it)."""
+    return _reference(config.policy_scale, config.temperature, config.order,
+                      config.reference_episodes, config.reference_seed)
+
+
+@lru_cache(maxsize=4)
+def _reference(policy_scale: str, temperature: float, order: int, n_episodes: int,
+               seed: int) -> Reference:
+    data, ratios = behaviour_data(policy_scale, temperature, n_episodes,
+                                  np.random.default_rng([seed]))
+    base = value_features(order)
+    A, b, C = episode_statistics(*feature_table(data, base), hiv_mdp(policy_scale).gamma,
+                                 ratios)
+    features = DecorrelatedFeatures(base, C)
+    T = features.transform
+    return Reference(features, (T @ A @ T.T, T @ b, T @ C @ T.T), float(np.linalg.cond(C)))
+
+
+def _samples(config: HIVConfig, rngs: Sequence[np.random.Generator]
+             ) -> tuple[Episodes, np.ndarray]:
+    """Each trial's ``max(batch_sizes)`` behaviour episodes (its own stream), stacked."""
+    parts = [behaviour_data(config.policy_scale, config.temperature, max(config.batch_sizes),
+                            named_stream(g, _DATA)) for g in rngs]
+    return stack_episodes([p[0] for p in parts]), np.stack([p[1] for p in parts])
+
+
+def _check_sizes(config: HIVConfig) -> None:
+    sizes = list(config.batch_sizes)
+    if not sizes or sizes != sorted(set(sizes)):
+        raise ValueError(f"batch_sizes must be increasing (data sets are nested: the first m "
+                         f"patients), got {config.batch_sizes}")
+
+
+def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
+    trajectories, table = feature_table(data, features)
+    gamma = hiv_mdp(config.policy_scale).gamma
+    return trajectories, table, prepare(trajectories, table, gamma, ratios)
+
+
+def tuning_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
+                  ) -> dict[str, np.ndarray]:
+    """MSPBE ``(sizes, levels, steps)`` per (public) trial of GPOPE at each of
+    ``eps_levels`` and GTD2 (the last level), every step of the grid."""
+    _check_sizes(config)
+    ref = reference(config)
+    data, ratios = _samples(config, rngs)
+    values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
+                       len(config.step_grid)))
+    runs = [(step, eps) for eps in config.levels for step in config.step_grid]
+    for i, m in enumerate(config.batch_sizes):
+        *_, prepared = _prepared(config, data.first(m), ratios[:, :m], ref.features)
+        values[:, i] = runs_mspbe(config, prepared, ref.statistics, rngs, (_RUN, i),
+                                  runs).reshape(values[:, i].shape)
+    return {"mspbe": values}
+
+
+def _start_values(theta: np.ndarray, features, mdp: HIVTreatmentMDP) -> np.ndarray:
+    """``theta . phi(o_0)``: the estimated value of the start state (the unhealthy steady
+    state), for ``theta`` ``(..., d)``."""
+    phi = features(np.log10(np.array(mdp.initial_state))[None])[0]
+    return (theta * phi).sum(axis=-1)
+
+
+def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
+               ) -> dict[str, np.ndarray]:
+    """Per trial, at every batch size: the MSPBE and the start-state value estimate of GPOPE
+    ``(sizes, eps_levels)`` at the tuned steps, of GTD2 (same ``N``) and WIS-LSTD
+    ``(sizes,)``; the condition number of the data set's ``C`` in the decorrelated and the
+    base features ``(sizes,)``. Per trial ``()``: the MSPBE of ``theta = 0``; the behaviour's
+    mean ratio and fraction of target actions; the fraction of the per-trajectory gradients
+    ``||B_i||`` above ``h`` at ``theta = w = 0`` and at WIS-LSTD's solution (with ``w = 0``,
+    the data set's saddle point), at the largest ``m``; and, the same in every trial, the
+    condition number of the reference ``C`` in the base features, the norm bound of the
+    decorrelated features and the eigenvalues ``(d,)`` of the reference ``A^T C^{-1} A``
+    (the MSPBE's Hessian, which sets GTD2's rate)."""
+    _check_sizes(config)
+    sizes, levels = len(config.batch_sizes), len(config.levels)
+    steps = config.tuned_steps
+    if len(steps) != sizes or any(len(row) != levels for row in steps):
+        raise ValueError(f"tuned_steps must give one step per batch size and level "
+                         f"({sizes} x {levels}), got {steps}")
+    ref, mdp, n = reference(config), hiv_mdp(config.policy_scale), len(rngs)
+    data, ratios = _samples(config, rngs)
+    out = {name: np.empty((n, sizes, levels - 1)) for name in ("gpope", "gpope_start")}
+    out |= {name: np.empty((n, sizes)) for name in
+            ("gtd2", "gtd2_start", "wis_lstd", "wis_lstd_start", "condition",
+             "base_condition")}
+    transform = np.linalg.inv(ref.features.transform)
+    for i, m in enumerate(config.batch_sizes):
+        trajectories, table, prepared = _prepared(config, data.first(m), ratios[:, :m],
+                                                  ref.features)
+        theta = run_thetas(config, prepared, rngs, (_RUN, i), list(zip(steps[i], config.levels)))
+        values, start = scored(theta, ref.statistics), _start_values(theta, ref.features, mdp)
+        out["gpope"][:, i], out["gtd2"][:, i] = values[:, :-1], values[:, -1]
+        out["gpope_start"][:, i], out["gtd2_start"][:, i] = start[:, :-1], start[:, -1]
+        wis = wis_lstd(trajectories, table, mdp.gamma, ratios[:, :m],
+                       normalisation="trajectories")
+        out["wis_lstd"][:, i] = scored(wis, ref.statistics)
+        out["wis_lstd_start"][:, i] = _start_values(wis, ref.features, mdp)
+        C = episode_statistics(trajectories, table, mdp.gamma, ratios[:, :m])[2]
+        base_C = np.einsum("ij,djk,lk->dil", transform, C, transform)
+        out["condition"][:, i] = np.linalg.cond(C)
+        out["base_condition"][:, i] = np.linalg.cond(base_C)
+    d = ref.features.n_features
+    out["mspbe_zero"] = np.full(n, mspbe(np.zeros(d), *ref.statistics))
+    out["reference_condition"] = np.full(n, ref.base_condition)
+    A, _, C = ref.statistics
+    out["reference_eigenvalues"] = np.tile(np.linalg.eigvalsh(A.T @ np.linalg.solve(C, A)),
+                                            (n, 1))
+    out["feature_bound"] = np.full(n, ref.features.norm_bound())
+    for name, point in (("clipped_at_zero", np.zeros((n, d))), ("clipped_at_wis", wis)):
+        norms = gradient_norms(trajectories, table, mdp.gamma, point, np.zeros((n, d)),
+                               ratios[:, :m])
+        out[name] = (norms > config.clip).mean(axis=-1)
+    out["ratio_mean"] = ratios.mean(axis=(1, 2))
+    out["target_fraction"] = (ratios > 0).mean(axis=(1, 2))
+    return out
+
+
+_SMOKE = dict(policy_scale="smoke", eps_levels=(10.0,), batch_sizes=(5, 10), epochs=2.0,
+              step_grid=(1e-2, 1e-1), reference_episodes=40)
+
+_TUNED = ((1e-4, 1e-3, 10**-2.5, 10**-0.5), (10**-3.5, 1e-3, 1e-2, 10**-0.5),
+          (1e-4, 1e-2, 1e-2, 10**-0.5), (10**-2.5, 1e-2, 1e-2, 10**-0.5))
+
+TUNING = register(Experiment(
+    id="xie2019-hiv-tuning",
+    title="Xie et al. (2019), HIV: GPOPE and GTD2 step sizes tuned on public data",
+    chapter="book/xie2019/hiv.ipynb",
+    configs={"smoke": HIVConfig(n_trials=2, root_seed=13, batch_size=2, **_SMOKE),
+             "paper": HIVConfig(n_trials=10, root_seed=13, batch_size=5)},
+    run_trials=tuning_trials))
+
+HIV = register(Experiment(
+    id="xie2019-hiv",
+    title="Xie et al. (2019), Fig. 4: off-policy GPOPE on the HIV simulator",
+    chapter="book/xie2019/hiv.ipynb",
+    configs={"smoke": HIVConfig(n_trials=2, root_seed=2019, batch_size=2,
+                                tuned_steps=((1e-1, 1e-1),) * 2, **_SMOKE),
+             # tuned(xie2019-hiv-tuning) (tested)
+             "paper": HIVConfig(n_trials=100, root_seed=2019, batch_size=5,
+                                tuned_steps=_TUNED)},
+    run_trials=hiv_trials))
+
+
+def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
+          ) -> tuple[tuple[float, ...], ...]:
+    """The ``tuned_steps`` of the private runs from a ``xie2019-hiv-tuning`` result."""
+    return tuned_steps(result["mspbe"], step_grid)
+
+
+__all__ = ["HIV", "TUNING", "HIVConfig", "Reference", "behaviour_data", "hiv_mdp",
+           "hiv_trials", "reference", "reward_range", "tuned", "tuning_trials"]
