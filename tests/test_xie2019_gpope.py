@@ -230,3 +230,36 @@ def test_runs_reject_bad_arguments():
         gpope_runs(ready, [0, 1], [0.1, 0.1], 10, 1.0, 1.0, 1e-5, rngs[:1])
     with pytest.raises(ValueError, match="prepared"):
         gpope_runs(object(), [0, 1], [0.1, 0.1], 10, 1.0, 1.0, 1e-5, rngs)
+
+
+def test_a_data_set_does_not_depend_on_the_lengths_of_the_others():
+    """Shapes, and so the rounding of the products, follow the padded horizon, not the
+    longest trajectory of the batch: a data set of short trajectories computed alone and next
+    to one of long trajectories gives the same bits (statistics, matrices, GPOPE runs)."""
+    from dprl.envs import MountainCar, mountain_car_features
+    from dprl.envs.episodes import feature_table, stack_episodes
+    from dprl.xie2019 import gpope_runs, prepare
+    from dprl.xie2019.baselines import episode_statistics
+
+    def pump(observations, rng):  # reaches the goal in about 100 steps
+        return np.where(observations[:, 1] >= 0, 2, 0)
+
+    def coast(observations, rng):  # never reaches it: every episode is truncated
+        return np.ones(observations.shape[0], dtype=np.int64)
+
+    car, features = MountainCar(), mountain_car_features()
+    short = car.simulate(40, pump, np.random.default_rng(1))
+    long = car.simulate(40, coast, np.random.default_rng(2))
+    assert short.lengths.max() < long.lengths.max() == car.horizon
+    alone = feature_table(stack_episodes([short]), features)
+    together = feature_table(stack_episodes([short, long]), features)
+    for a, b in zip(episode_statistics(*alone, 0.99), episode_statistics(*together, 0.99)):
+        np.testing.assert_array_equal(a[0], b[0])
+    ready_alone, ready_together = prepare(*alone, 0.99), prepare(*together, 0.99)
+    for a, b in zip(ready_alone.matrices, ready_together.matrices):
+        np.testing.assert_array_equal(a[0], b[0])
+    theta_alone, _ = gpope_runs(ready_alone, [0], [0.01], 200, 1.0, 1.0, 1e-5,
+                                trial_generators(3, 1))
+    theta_together, _ = gpope_runs(ready_together, [0, 1], [0.01, 0.01], 200, 1.0, 1.0, 1e-5,
+                                   trial_generators(3, 2))
+    np.testing.assert_array_equal(theta_alone[0], theta_together[0])

@@ -48,7 +48,9 @@ class _Episodes:
         if trajectories.states.max() >= n_rows:
             raise ValueError(f"states must index the {n_rows} rows of features, got state "
                              f"{trajectories.states.max()}")
-        steps = int(trajectories.lengths.max())
+        # the padded horizon, not the longest trajectory here: shapes (and so the rounding of
+        # the products below) must not depend on the other data sets of the batch
+        steps = trajectories.rewards.shape[-1]
         mask = trajectories.transition_mask[..., :steps]
         last = np.arange(steps) == trajectories.lengths[..., None] - 1
         terminal = last & trajectories.terminated[..., None]
