@@ -1,5 +1,6 @@
-"""Linear features: tabular, state aggregation (Balle et al. 2016, Sec. 6) and the Fourier
-basis (Konidaris, Osentoski & Thomas 2011).
+"""Linear features: tabular, state aggregation (Balle et al. 2016, Sec. 6), the Fourier
+basis (Konidaris, Osentoski & Thomas 2011), the polynomial basis (Lagoudakis & Parr 2003) and
+decorrelated (whitened) features.
 
 Finite-state features are matrices ``Phi`` of shape ``(n_states, d)``, one row per state.
 """
@@ -29,6 +30,24 @@ def aggregation_features(n_states: int, group_size: int) -> np.ndarray:
     return np.repeat(np.eye(n // k), k, axis=0)
 
 
+def feature_box(low, high) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` as float vectors of equal shape with ``high > low`` everywhere: the box
+    that scales the inputs of a feature map."""
+    low = require_array("low", low, ndim=1)
+    high = require_array("high", high, shape=low.shape)
+    if np.any(high <= low):
+        raise ValueError(f"high must exceed low in every dimension, got low={low}, high={high}")
+    return low, high
+
+
+def total_degree_vectors(k: int, degree: int) -> np.ndarray:
+    """Every ``e`` in ``{0, .., degree}^k`` with ``sum(e) <= degree``, ``(C(k + degree,
+    degree), k)`` integers, sorted by total degree then colexicographically (the first is 0):
+    the exponents of a polynomial basis, or the frequencies of a total-order Fourier basis."""
+    vectors = [e for e in itertools.product(range(degree + 1), repeat=k) if sum(e) <= degree]
+    return np.array(sorted(vectors, key=lambda e: (sum(e), e[::-1])))
+
+
 class FourierBasis:
     """Fourier basis of order ``n`` on the box ``[low, high]`` (Konidaris et al. 2011):
     ``phi_c(x) = cos(pi c . (x - low) / (high - low))`` for every ``c`` in ``{0, ..., n}^d``,
@@ -37,11 +56,7 @@ class FourierBasis:
 
     def __init__(self, order: int, low, high) -> None:
         self.order = require_int("order", order, minimum=0)
-        self.low = require_array("low", low, ndim=1)
-        self.high = require_array("high", high, shape=self.low.shape)
-        if np.any(self.high <= self.low):
-            raise ValueError(f"high must exceed low in every dimension, got low={self.low}, "
-                             f"high={self.high}")
+        self.low, self.high = feature_box(low, high)
         d = self.low.size
         self._coefficients = np.array(list(itertools.product(range(self.order + 1), repeat=d)),
                                       dtype=float)
@@ -82,6 +97,42 @@ class FourierBasis:
         norms = np.linalg.norm(self._coefficients, axis=1)
         norms[0] = 1.0
         return 1.0 / norms
+
+
+class PolynomialBasis:
+    """All monomials of total degree ``<= degree`` in the inputs scaled affinely so that the
+    box ``[low, high]`` maps to ``[-1, 1]^k`` (the polynomial basis of Lagoudakis & Parr 2003,
+    LSPI, Sec. 8): ``phi_e(x) = prod_j z_j^{e_j}`` with ``z = 2 (x - low) / (high - low) - 1``
+    and ``sum_j e_j <= degree``, so ``C(k + degree, degree)`` features (210 for degree 4 in
+    6-D), the first ``e = 0`` (the constant). Inputs outside the box are allowed (the box only
+    sets the scale). Computed elementwise, so a row's bits do not depend on its batch."""
+
+    def __init__(self, degree: int, low, high) -> None:
+        self.degree = require_int("degree", degree, minimum=0)
+        self.low, self.high = feature_box(low, high)
+        self._exponents = total_degree_vectors(self.low.size, self.degree)
+        self._exponents.setflags(write=False)
+
+    @property
+    def exponents(self) -> np.ndarray:
+        """``(n_features, k)`` integer exponents ``e``, by total degree."""
+        return self._exponents
+
+    @property
+    def n_features(self) -> int:
+        """``C(k + degree, degree)``."""
+        return self._exponents.shape[0]
+
+    def __call__(self, observations) -> np.ndarray:
+        """Features ``(n, n_features)`` of ``observations`` ``(n, k)`` (finite)."""
+        k = self.low.size
+        observations = require_array("observations", observations, shape=(None, k))
+        z = 2.0 * (observations - self.low) / (self.high - self.low) - 1.0
+        powers = z[:, :, None] ** np.arange(self.degree + 1)
+        features = np.ones((observations.shape[0], self.n_features))
+        for j in range(k):
+            features *= powers[:, j, self._exponents[:, j]]
+        return features
 
 
 class DecorrelatedFeatures:

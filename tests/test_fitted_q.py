@@ -6,7 +6,8 @@ scale (determinism, batch invariance, behaviour probabilities and importance rat
 import numpy as np
 import pytest
 
-from dprl.control.fitted_q import PolynomialBasis, Transitions, fitted_q_iteration
+from dprl.control.fitted_q import Transitions, fitted_q_iteration
+from dprl.features import PolynomialBasis
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, SquashedFourierBasis, q_features, value_features
 from dprl.experiments.hiv_policy import (POLICY, behaviour_policy, behaviour_probabilities,

@@ -5,7 +5,7 @@ with linear least-squares regression of the action values, one weight vector per
 Xie, Thomas & Miklau (2019, Sec. 7) obtain the evaluated HIV policy "using Q-learning"; FQI
 is the batch Q-learning of Ernst et al. (2006), who introduced the HIV domain. Ernst et al.
 regress with tree ensembles; here the regressor is ridge least squares on a fixed feature map
-(e.g. :class:`PolynomialBasis`), so the learned Q is a fixed-size ``(A, d)`` weight matrix and
+(e.g. :class:`dprl.features.PolynomialBasis`), so the learned Q is a fixed-size ``(A, d)`` weight matrix and
 the greedy / softmax policies are those of :mod:`dprl.control.linear_q`. Least-squares FQI is
 not a contraction, so the bootstrapped values are truncated to the range of discounted
 returns that the rewards in the data allow, ``[min(r_min, 0), max(r_max, 0)] / (1 - gamma)``
@@ -15,7 +15,6 @@ Sec. 3).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,48 +22,6 @@ import numpy as np
 from dprl.control.linear_q import FeatureMap
 from dprl.validation import (frozen_copy, require_array, require_int, require_nonnegative,
                              require_probability)
-
-
-class PolynomialBasis:
-    """All monomials of total degree ``<= degree`` in the inputs scaled affinely so that the
-    box ``[low, high]`` maps to ``[-1, 1]^k`` (the polynomial basis of Lagoudakis & Parr 2003,
-    LSPI, Sec. 8): ``phi_e(x) = prod_j z_j^{e_j}`` with ``z = 2 (x - low) / (high - low) - 1``
-    and ``sum_j e_j <= degree``, so ``C(k + degree, degree)`` features (210 for degree 4 in
-    6-D), the first ``e = 0`` (the constant). Inputs outside the box are allowed (the box only
-    sets the scale). Computed elementwise, so a row's bits do not depend on its batch."""
-
-    def __init__(self, degree: int, low, high) -> None:
-        self.degree = require_int("degree", degree, minimum=0)
-        self.low = require_array("low", low, ndim=1)
-        self.high = require_array("high", high, shape=self.low.shape)
-        if np.any(self.high <= self.low):
-            raise ValueError(f"high must exceed low in every dimension, got low={self.low}, "
-                             f"high={self.high}")
-        exponents = [e for e in itertools.product(range(self.degree + 1), repeat=self.low.size)
-                     if sum(e) <= self.degree]
-        self._exponents = np.array(sorted(exponents, key=lambda e: (sum(e), e[::-1])))
-        self._exponents.setflags(write=False)
-
-    @property
-    def exponents(self) -> np.ndarray:
-        """``(n_features, k)`` integer exponents ``e``, by total degree."""
-        return self._exponents
-
-    @property
-    def n_features(self) -> int:
-        """``C(k + degree, degree)``."""
-        return self._exponents.shape[0]
-
-    def __call__(self, observations) -> np.ndarray:
-        """Features ``(n, n_features)`` of ``observations`` ``(n, k)`` (finite)."""
-        k = self.low.size
-        observations = require_array("observations", observations, shape=(None, k))
-        z = 2.0 * (observations - self.low) / (self.high - self.low) - 1.0
-        powers = z[:, :, None] ** np.arange(self.degree + 1)
-        features = np.ones((observations.shape[0], self.n_features))
-        for j in range(k):
-            features *= powers[:, j, self._exponents[:, j]]
-        return features
 
 
 @dataclass(frozen=True)

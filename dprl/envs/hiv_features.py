@@ -11,11 +11,10 @@ transients of drug treatment (infected cells and virus down to ``1e-3``, ``1e-2`
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 
-from dprl.control.fitted_q import PolynomialBasis
+from dprl.features import PolynomialBasis, feature_box, total_degree_vectors
 from dprl.validation import require_array, require_int
 
 #: ``(low, high)`` of ``log10 (T1, T2, T1*, T2*, V, E)``: the scale of both feature maps.
@@ -42,20 +41,13 @@ class SquashedFourierBasis:
 
     def __init__(self, order: int, low, high, inputs: tuple[int, ...]) -> None:
         self.order = require_int("order", order, minimum=0)
-        low = require_array("low", low, ndim=1)
-        high = require_array("high", high, shape=low.shape)
-        if np.any(high <= low):
-            raise ValueError(f"high must exceed low in every dimension, got low={low}, "
-                             f"high={high}")
+        low, high = feature_box(low, high)
         self.inputs = tuple(require_int("inputs", i, minimum=0) for i in inputs)
         if len(self.inputs) != low.size or len(set(self.inputs)) != low.size:
             raise ValueError(f"inputs must be {low.size} distinct indices (one per box "
                              f"dimension), got {inputs}")
         self.centre, self.half_width = (low + high) / 2, (high - low) / 2
-        coefficients = [c for c in itertools.product(range(self.order + 1), repeat=low.size)
-                        if sum(c) <= self.order]
-        self._coefficients = np.array(sorted(coefficients, key=lambda c: (sum(c), c[::-1])),
-                                      dtype=float)
+        self._coefficients = total_degree_vectors(low.size, self.order).astype(float)
         self._coefficients.setflags(write=False)
 
     @property
