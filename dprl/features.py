@@ -48,6 +48,20 @@ def total_degree_vectors(k: int, degree: int) -> np.ndarray:
     return np.array(sorted(vectors, key=lambda e: (sum(e), e[::-1])))
 
 
+def cosine_features(scaled: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """``cos(pi c . z)`` for every row ``c`` of ``coefficients`` ``(d, k)`` and every input
+    ``z`` of ``scaled`` ``(..., k)``, as ``(..., d)``: the Fourier basis of Konidaris et al.
+    (2011) on inputs already scaled to ``[0, 1]``. ``c . z`` is summed term by term in order
+    (the bits of a sum over a short last axis), not by a BLAS product: a row's bits must not
+    depend on how many rows are computed with it (batch invariance,
+    :mod:`dprl.experiments.registry`)."""
+    dot = scaled[..., 0, None] * coefficients[:, 0]
+    for i in range(1, coefficients.shape[1]):
+        dot += scaled[..., i, None] * coefficients[:, i]
+    dot *= np.pi
+    return np.cos(dot, out=dot)
+
+
 class FourierBasis:
     """Fourier basis of order ``n`` on the box ``[low, high]`` (Konidaris et al. 2011):
     ``phi_c(x) = cos(pi c . (x - low) / (high - low))`` for every ``c`` in ``{0, ..., n}^d``,
@@ -81,15 +95,8 @@ class FourierBasis:
             raise ValueError(f"states must have shape (..., {d}), got {states.shape}")
         for i in range(d):
             require_in_bounds(f"states[..., {i}]", states[..., i], self.low[i], self.high[i])
-        scaled = (states - self.low) / (self.high - self.low)
-        # c . x summed term by term in order (the bits of a sum over a short last axis), not
-        # a BLAS product: a row's bits must not depend on how many rows are computed with it
-        # (batch invariance, dprl.experiments.registry)
-        dot = scaled[..., 0, None] * self._coefficients[:, 0]
-        for i in range(1, d):
-            dot += scaled[..., i, None] * self._coefficients[:, i]
-        dot *= np.pi
-        return np.cos(dot, out=dot)
+        return cosine_features((states - self.low) / (self.high - self.low),
+                               self._coefficients)
 
     def step_size_scaling(self) -> np.ndarray:
         """Per-feature step-size factors ``1 / ||c||_2`` (1 for ``c = 0``), as in Konidaris

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dprl.features import PolynomialBasis, feature_box, total_degree_vectors
+from dprl.features import (PolynomialBasis, cosine_features, feature_box,
+                           total_degree_vectors)
 from dprl.validation import require_array, require_int
 
 #: ``(low, high)`` of ``log10 (T1, T2, T1*, T2*, V, E)``: the scale of both feature maps.
@@ -69,7 +70,7 @@ class SquashedFourierBasis:
                              f"{max(self.inputs)}, got {observations.shape}")
         y = observations[..., list(self.inputs)]
         z = 0.5 * (1.0 + np.tanh((y - self.centre) / self.half_width))
-        return np.cos(np.pi * (z[..., None, :] * self._coefficients).sum(axis=-1))
+        return cosine_features(z, self._coefficients)
 
 
 #: The observation components of the value features: ``log10`` of ``T1`` (CD4+ T cells),
