@@ -62,7 +62,26 @@ def cosine_features(scaled: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     return np.cos(dot, out=dot)
 
 
-class FourierBasis:
+class CosineBasis:
+    """A Fourier basis given by its table of frequency vectors ``c`` (one row a feature):
+    ``phi_c(z) = cos(pi c . z)`` on inputs ``z`` scaled into ``[0, 1]`` by the subclass."""
+
+    def __init__(self, coefficients: np.ndarray) -> None:
+        self._coefficients = np.asarray(coefficients, dtype=float)
+        self._coefficients.setflags(write=False)
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """``(d, k)``, the frequency vectors ``c``, one per feature."""
+        return self._coefficients
+
+    @property
+    def n_features(self) -> int:
+        """``d``, the number of frequency vectors."""
+        return self._coefficients.shape[0]
+
+
+class FourierBasis(CosineBasis):
     """Fourier basis of order ``n`` on the box ``[low, high]`` (Konidaris et al. 2011):
     ``phi_c(x) = cos(pi c . (x - low) / (high - low))`` for every ``c`` in ``{0, ..., n}^d``,
     so ``(n + 1)^d`` features (36 for order 5 in 2-D). Coefficients are in lexicographic
@@ -71,20 +90,7 @@ class FourierBasis:
     def __init__(self, order: int, low, high) -> None:
         self.order = require_int("order", order, minimum=0)
         self.low, self.high = feature_box(low, high)
-        d = self.low.size
-        self._coefficients = np.array(list(itertools.product(range(self.order + 1), repeat=d)),
-                                      dtype=float)
-        self._coefficients.setflags(write=False)
-
-    @property
-    def coefficients(self) -> np.ndarray:
-        """``((n + 1)^d, d)``, the frequency vectors ``c``."""
-        return self._coefficients
-
-    @property
-    def n_features(self) -> int:
-        """``(n + 1)^d``."""
-        return self._coefficients.shape[0]
+        super().__init__(list(itertools.product(range(self.order + 1), repeat=self.low.size)))
 
     def __call__(self, states) -> np.ndarray:
         """Features of ``states`` of shape ``(..., d)``, as ``(..., (n + 1)^d)``; every state

@@ -11,10 +11,9 @@ transients of drug treatment (infected cells and virus down to ``1e-3``, ``1e-2`
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from dprl.features import (PolynomialBasis, cosine_features, feature_box,
+from dprl.features import (CosineBasis, PolynomialBasis, cosine_features, feature_box,
                            total_degree_vectors)
 from dprl.validation import require_array, require_int
 
@@ -29,7 +28,7 @@ def q_features(degree: int = 4) -> PolynomialBasis:
     return PolynomialBasis(degree, *LOG10_BOX)
 
 
-class SquashedFourierBasis:
+class SquashedFourierBasis(CosineBasis):
     """A Fourier basis (Konidaris et al. 2011) on squashed inputs, bounded everywhere: the
     components ``y_j``, ``j`` in ``inputs``, of an observation become
     ``z_j = (1 + tanh((y_j - m_j) / h_j)) / 2`` in ``(0, 1)`` with ``m``, ``h`` the centre and
@@ -48,18 +47,7 @@ class SquashedFourierBasis:
             raise ValueError(f"inputs must be {low.size} distinct indices (one per box "
                              f"dimension), got {inputs}")
         self.centre, self.half_width = (low + high) / 2, (high - low) / 2
-        self._coefficients = total_degree_vectors(low.size, self.order).astype(float)
-        self._coefficients.setflags(write=False)
-
-    @property
-    def coefficients(self) -> np.ndarray:
-        """``(d, k)`` frequency vectors ``c``, by total order."""
-        return self._coefficients
-
-    @property
-    def n_features(self) -> int:
-        """``C(k + order, order)``."""
-        return self._coefficients.shape[0]
+        super().__init__(total_degree_vectors(low.size, self.order))
 
     def __call__(self, observations) -> np.ndarray:
         """Features of ``observations`` ``(..., n)`` (finite, ``n > max(inputs)``), as
