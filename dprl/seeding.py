@@ -34,7 +34,6 @@ def trial_generators(root_seed: int, indices: Sequence[int] | int) -> list[np.ra
     return [trial_generator(root_seed, i) for i in indices]
 
 
-
 def named_stream(rng: np.random.Generator, *key: int) -> np.random.Generator:
     """The child stream of ``rng`` named by ``key`` (non-negative integers): PCG64 seeded by
     ``SeedSequence(entropy, spawn_key=spawn_key + key)`` of ``rng``'s seed sequence. It does

@@ -36,6 +36,10 @@ def test_feature_table_indexes_every_observation(episodes):
     np.testing.assert_array_equal(table[rows], features(episodes.observations[d, i, :L + 1]))
     assert np.all(trajectories.states[d, i, L + 1:] == -1)
     assert table.shape == ((episodes.lengths + 1).sum(), 36)
+    with pytest.raises(ValueError, match="features must map"):
+        feature_table(episodes, lambda points: features(points)[:-1])
+    with pytest.raises(ValueError, match="features must map"):
+        feature_table(episodes, lambda points: features(points).ravel())
 
 
 def test_statistics_of_stacked_data_sets_are_those_of_each(episodes, data_sets):

@@ -292,15 +292,16 @@ def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarra
         raise ValueError(f"episodes must be Episodes, got {type(episodes).__name__}")
     observed = np.arange(episodes.horizon + 1) <= episodes.lengths[..., None]
     points = episodes.observations[observed]
-    # row by row, in chunks: a feature map's rows do not depend on their batch, and the
-    # temporaries of one chunk stay small whatever the number of observations
-    parts = [np.asarray(features(points[start:start + _FEATURE_CHUNK]), dtype=float)
-             for start in range(0, len(points), _FEATURE_CHUNK)]
-    if any(part.ndim != 2 or part.shape[0] != min(_FEATURE_CHUNK, len(points) - start)
-           for part, start in zip(parts, range(0, len(points), _FEATURE_CHUNK))):
-        raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
-                         f"{[part.shape for part in parts][:3]} for chunks of {len(points)} "
-                         "observations")
+    # in chunks: a feature map's rows do not depend on their batch, and the temporaries of
+    # one chunk stay small whatever the number of observations
+    parts = []
+    for start in range(0, len(points), _FEATURE_CHUNK):
+        chunk = points[start:start + _FEATURE_CHUNK]
+        part = np.asarray(features(chunk), dtype=float)
+        if part.ndim != 2 or part.shape[0] != len(chunk):
+            raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
+                             f"{part.shape} for {len(chunk)} observations")
+        parts.append(part)
     table = np.concatenate(parts)
     rows = np.full(observed.shape, -1)
     rows[observed] = np.arange(table.shape[0])
