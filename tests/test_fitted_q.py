@@ -10,8 +10,9 @@ from dprl.control.fitted_q import Transitions, fitted_q_iteration
 from dprl.features import PolynomialBasis
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, SquashedFourierBasis, q_features, value_features
+from dprl.experiments.hiv import behaviour_data
 from dprl.experiments.hiv_policy import (POLICY, behaviour_policy, behaviour_probabilities,
-                                  importance_ratios, policy_trials, transitions)
+                                         policy_trials, transitions)
 from dprl.seeding import trial_generator
 
 GAMMA = 0.9
@@ -167,16 +168,14 @@ def test_hiv_policy_experiment_is_deterministic_and_batch_invariant():
     assert not np.array_equal(both["weights"][0], both["weights"][1])
     assert np.array_equal(both["constant_returns"][0], both["constant_returns"][1])
     # the behaviour is a proper softmax and the ratios are 1{greedy} / pi_b
-    weights, mdp = both["weights"][0], HIVTreatmentMDP(horizon=config.horizon)
-    episodes = mdp.simulate(behaviour_policy(weights, 1e5, degree=2), 5,
-                            np.random.default_rng(1))
-    observations = episodes.observations[:, :-1].reshape(-1, 6)
+    weights = both["weights"][0]  # the smoke policy's, which behaviour_data("smoke") uses
+    data, rho = behaviour_data("smoke", 1e5, 5, np.random.default_rng(1))
+    observations = data.observations[:, :-1].reshape(-1, 6)
     probs = behaviour_probabilities(weights, 1e5, observations, degree=2)
     assert probs.sum(axis=1) == pytest.approx(1.0)
-    rho = importance_ratios(weights, 1e5, episodes, degree=2).ravel()
-    taken = episodes.actions.ravel()
+    taken = data.actions.ravel()
     greedy = (q_features(2)(observations) @ weights.T).argmax(axis=1)
     expected = np.where(taken == greedy, 1 / probs[np.arange(taken.size), taken], 0.0)
-    assert rho == pytest.approx(expected)
+    assert rho.ravel() == pytest.approx(expected)
     with pytest.raises(ValueError, match="temperature"):
         behaviour_policy(weights, 0.0, degree=2)

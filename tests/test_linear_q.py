@@ -11,7 +11,7 @@ from scipy import stats
 
 from dprl.control import (EpsilonGreedyPolicy, SoftmaxPolicy, epsilon_greedy_probabilities,
                           greedy_policy, q_learning)
-from dprl.envs.episodes import UniformPolicy, taken_action_probabilities
+from dprl.envs.episodes import UniformPolicy, importance_ratios, taken_action_probabilities
 from dprl.envs.mountain_car import MountainCar, mountain_car_features
 
 LEVEL, POWER_LEVEL = 1e-3, 1e-6
@@ -142,6 +142,11 @@ def test_behaviour_probabilities_give_importance_ratios(learned):
     ratios = taken_action_probabilities(UniformPolicy(3), episodes)[mask] \
         / episodes.behaviour_probabilities[mask]
     assert np.all(ratios > 0) and np.isclose(ratios.max(), 5.0)
+    rho = importance_ratios(UniformPolicy(3), episodes)
+    assert np.array_equal(rho[mask], ratios) and np.all(rho[~mask] == 0)
+    with pytest.raises(ValueError, match="behaviour probabilities"):
+        importance_ratios(UniformPolicy(3), car.simulate(
+            2, lambda o, rng: np.zeros(len(o), dtype=np.int64), np.random.default_rng(7)))
 
 
 @pytest.mark.parametrize("kwargs", [{"epsilon": -0.1}, {"epsilon": 1.5}, {"epsilon": np.nan},

@@ -279,6 +279,18 @@ def taken_action_probabilities(policy: StochasticPolicy, episodes: Episodes) -> 
     return out
 
 
+def importance_ratios(target: StochasticPolicy, episodes: Episodes) -> np.ndarray:
+    """``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` (Xie et al. 2019, Eq. 2.1) at every
+    transition of ``episodes``, ``(*batch, H)``, 0 on padding: the ``target``'s probabilities
+    of the actions taken over the behaviour's, which ``episodes`` must have recorded."""
+    probs = episodes.behaviour_probabilities
+    if probs is None:
+        raise ValueError("episodes must record their behaviour probabilities")
+    mask = episodes.transition_mask
+    return np.where(mask, taken_action_probabilities(target, episodes)
+                    / np.where(mask, probs, 1.0), 0.0)
+
+
 _FEATURE_CHUNK = 2**18  # observations whose features are computed at once
 
 

@@ -33,11 +33,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from dprl.envs.episodes import Episodes, feature_table, stack_episodes
+from dprl.envs.episodes import Episodes, feature_table, importance_ratios, stack_episodes
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
 from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
-                                         importance_ratios, policy_degree, policy_weights)
+                                         policy_degree, policy_weights, target_policy)
 from dprl.experiments.off_policy import run_thetas, runs_mspbe, scored, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import DecorrelatedFeatures
@@ -108,7 +108,7 @@ def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
     taken = probs[np.arange(n * steps), episodes.actions.ravel()].reshape(n, steps)
     data = Episodes(episodes.observations, episodes.actions, episodes.rewards,
                     np.full(n, steps), np.zeros(n, dtype=bool), reward_range(mdp), taken)
-    return data, importance_ratios(weights, temperature, episodes, degree)
+    return data, importance_ratios(target_policy(weights, degree), data)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ features), with truncated bootstraps (:func:`dprl.control.fitted_q.fitted_q_iter
 
 - evaluated (target) policy: greedy in the learned Q (deterministic);
 - behaviour: softmax of the learned Q at temperature :data:`BEHAVIOUR_TEMPERATURE`, so the
-  per-step ratio is ``rho_t = 1{a_t greedy} / pi_b(a_t | o_t)`` (:func:`importance_ratios`).
+  per-step ratio is ``rho_t = 1{a_t greedy} / pi_b(a_t | o_t)`` (:func:`dprl.envs.episodes.importance_ratios`).
   The greedy action is the most probable under the softmax, so ``rho_t`` lies in
   ``{0} U [1, 4]`` at any temperature; the temperature instead sets how far the behaviour's
   patients get towards the states the target visits (immune control, ``E ~ 1e5``).
@@ -184,20 +184,7 @@ def behaviour_probabilities(weights: np.ndarray, temperature: float,
     return behaviour_policy(weights, temperature, degree).probabilities(observations)
 
 
-def importance_ratios(weights: np.ndarray, temperature: float, episodes: HIVEpisodes,
-                      degree: int = 4) -> np.ndarray:
-    """``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t) = 1{a_t greedy} / pi_b(a_t | o_t)``
-    (Xie et al. 2019, Eq. 2.1) at every step of behaviour ``episodes``, ``(n, T)``."""
-    n, steps = episodes.actions.shape
-    observations = episodes.observations[:, :-1].reshape(-1, 6)
-    taken = episodes.actions.ravel()
-    target = target_policy(weights, degree).probabilities(observations)
-    behaviour = behaviour_probabilities(weights, temperature, observations, degree)
-    rows = np.arange(taken.size)
-    return (target[rows, taken] / behaviour[rows, taken]).reshape(n, steps)
-
-
 __all__ = ["BEHAVIOUR_TEMPERATURE", "POLICY", "HIVPolicyConfig", "behaviour_policy",
-           "behaviour_probabilities", "constant_returns", "greedy_episode", "importance_ratios",
+           "behaviour_probabilities", "constant_returns", "greedy_episode",
            "learn_policy", "policy_degree", "policy_trials", "policy_weights", "target_policy",
            "transitions"]

@@ -36,7 +36,8 @@ import numpy as np
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy, q_learning
 from dprl.envs import MountainCar, Trajectories, mountain_car_features
-from dprl.envs.episodes import Episodes, feature_table, stack_episodes
+from dprl.envs.episodes import (Episodes, UniformPolicy, feature_table, stack_episodes,
+                                importance_ratios as episode_ratios)
 from dprl.experiments.off_policy import RunTable, runs_mspbe, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
@@ -147,10 +148,7 @@ def _policy_pair(policy_scale: str, behaviour_epsilon: float):
 def importance_ratios(episodes: Episodes) -> np.ndarray:
     """``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` for the uniform target (1/3 each), 0 on
     padding, from the behaviour probabilities the episodes recorded."""
-    probs = episodes.behaviour_probabilities
-    if probs is None:
-        raise ValueError("episodes must record their behaviour probabilities")
-    return np.where(episodes.transition_mask, (1 / 3) / np.where(probs > 0, probs, 1.0), 0.0)
+    return episode_ratios(UniformPolicy(MountainCar().n_actions), episodes)
 
 
 def reference_statistics(config: MountainCarConfig, off_policy: bool
