@@ -45,6 +45,14 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def graded(holds: bool, partly: bool) -> str:
+    """The verdict of a criterion evaluated on results: HOLDS when ``holds``, PARTIAL when
+    only ``partly`` (a weaker criterion, stated beside it), FAILS otherwise."""
+    if not isinstance(holds, (bool, np.bool_)) or not isinstance(partly, (bool, np.bool_)):
+        raise ValueError(f"holds and partly must be bools, got {holds!r}, {partly!r}")
+    return "HOLDS" if holds else "PARTIAL" if partly else "FAILS"
+
+
 def claim(source: str, statement: str, holds: bool | str, section: str = "",
           **numbers: object) -> Verdict:
     """Print and return the verdict on ``statement`` of ``source`` (e.g. 'Balle 2016') made in

@@ -48,3 +48,15 @@ def named_stream(rng: np.random.Generator, *key: int) -> np.random.Generator:
     key = tuple(require_int("key", k, minimum=0) for k in key)
     return np.random.default_rng(np.random.SeedSequence(seeds.entropy,
                                                         spawn_key=(*seeds.spawn_key, *key)))
+
+
+def trial_index(rng: np.random.Generator) -> int:
+    """The index ``i`` of the trial whose generator :func:`trial_generator` made ``rng``
+    (the last entry of its seed sequence's spawn key): for experiments whose trials are not
+    exchangeable, e.g. trial ``i`` trains the experts of environment setting ``i``."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    seeds = rng.bit_generator.seed_seq
+    if not isinstance(seeds, np.random.SeedSequence) or len(seeds.spawn_key) != 1:
+        raise ValueError("rng must come from trial_generator (a spawn key of one entry)")
+    return int(seeds.spawn_key[0])

@@ -16,7 +16,8 @@ from dprl import floating_point
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict
 from dprl.paths import REPO_ROOT
 
-PACKAGES = ("dprl", "numpy", "scipy", "torch", "gymnasium", "matplotlib", "dp-accounting")
+PACKAGES = ("dprl", "numpy", "scipy", "torch", "gymnasium", "box2d", "matplotlib",
+            "dp-accounting")
 
 
 def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:

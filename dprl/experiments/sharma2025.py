@@ -1,0 +1,73 @@
+"""Sharma et al. (2025), App. B.1: the expert populations of the book.
+
+Trial ``i`` of an experts experiment trains the experts of setting ``i`` of the environment's
+variant grid (:func:`dprl.sharma2025.variants.variant_grid`); its generator is the setting's
+only source of randomness, so any setting's experts can be recomputed alone.
+
+- ``sharma2025-cartpole-experts``, ``sharma2025-acrobot-experts``: one-hidden-layer tanh
+  networks trained by the noisy cross-entropy method on the vectorised twins, the 3 best of 4
+  runs per setting (:mod:`dprl.sharma2025.cem`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from dprl.envs.acrobot import AcrobotVariants
+from dprl.envs.cartpole import CartPoleVariants
+from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.seeding import trial_index
+from dprl.sharma2025.cem import CEMSettings, train_experts
+from dprl.sharma2025.variants import DEFAULTS, variant_grid
+
+TWINS = {"CartPole": (CartPoleVariants, 4, 2), "Acrobot": (AcrobotVariants, 6, 3)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassicExpertsConfig(TrialConfig):
+    """The environment (``"CartPole"`` or ``"Acrobot"``) and the cross-entropy method's
+    settings; ``n_trials`` settings of the grid, every ``stride``-th (1: all 1000)."""
+
+    env: str
+    cem: CEMSettings
+    stride: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.env not in TWINS:
+            raise ValueError(f"env must be one of {sorted(TWINS)}, got {self.env!r}")
+
+
+def classic_experts_trials(config: ClassicExpertsConfig,
+                           rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """The experts of each trial's setting (:func:`dprl.sharma2025.cem.train_experts`), with
+    the setting's parameter values."""
+    make_env, obs_dim, n_actions = TWINS[config.env]
+    index = np.array([trial_index(rng) * config.stride for rng in rngs])
+    settings = {name: values[index] for name, values in variant_grid(config.env).items()}
+    out = train_experts(make_env, obs_dim, n_actions, settings, rngs, config.cem,
+                        DEFAULTS[config.env])
+    return {**out, **{f"setting_{name}": value for name, value in settings.items()}}
+
+
+def _classic(env: str, root_seed: int, cem: CEMSettings) -> Experiment:
+    smoke = CEMSettings(**{**dataclasses.asdict(cem), "iterations": 3, "population": 6,
+                           "elite": 2, "eval_episodes": 2, "horizon": 50})
+    return register(Experiment(
+        id=f"sharma2025-{env.lower()}-experts",
+        title=f"Sharma et al. (2025), App. B.1: {env} experts (noisy CEM on 1000 variants)",
+        chapter="book/sharma2025/experts.ipynb",
+        configs={"smoke": ClassicExpertsConfig(n_trials=10, root_seed=root_seed, batch_size=5,
+                                               env=env, cem=smoke, stride=100),
+                 "paper": ClassicExpertsConfig(n_trials=1000, root_seed=root_seed,
+                                               batch_size=100, env=env, cem=cem)},
+        run_trials=classic_experts_trials))
+
+
+CARTPOLE_EXPERTS = _classic("CartPole", 2025, CEMSettings(iterations=12, population=16, elite=4,
+                                                         episodes=1))
+ACROBOT_EXPERTS = _classic("Acrobot", 2026, CEMSettings(iterations=12, population=16, elite=4,
+                                                       episodes=1))

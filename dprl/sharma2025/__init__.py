@@ -1,0 +1,4 @@
+"""Sharma, Vinod, Thakurta, Agarwal, Balle, Dann, Raghuveer (2025), "Preserving Expert-Level
+Privacy in Offline Reinforcement Learning" (TMLR): expert populations, the private data
+release (Algorithms 1-2, the sparse vector technique over trajectory prefixes) and its
+privacy analysis (Section 5, Appendix A)."""
