@@ -24,6 +24,9 @@ class ExpertPopulation(Protocol):
     n_experts: int
     n_actions: int
 
+    def select(self, index: np.ndarray) -> ExpertPopulation:
+        """The experts ``index`` (integer indices), in that order, as a population."""
+
     def greedy_actions(self, observations: np.ndarray) -> np.ndarray:
         """Greedy actions ``(m, n)`` int64 for observations ``(m, n, d)`` (expert ``i`` acts
         on ``observations[i]``) or ``(1, n, d)`` (every expert on the same observations)."""

@@ -67,6 +67,11 @@ class TanhPolicies:
             out = out + hidden[:, :, j, None] * w2[:, None, j, :]
         return out
 
+    def select(self, index: np.ndarray) -> TanhPolicies:
+        """The networks ``index`` (integer indices), in that order."""
+        return TanhPolicies(self.parameters[np.asarray(index, dtype=np.int64)], self.obs_dim,
+                            self.n_hidden, self.n_actions)
+
     def greedy_actions(self, observations: np.ndarray) -> np.ndarray:
         """The most probable action of every expert at every observation, ``(m, n)`` int64."""
         return self.logits(observations).argmax(axis=2).astype(np.int64)
