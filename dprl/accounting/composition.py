@@ -31,7 +31,7 @@ def self_compose_rdp(rdp: ArrayLike, steps: int) -> np.ndarray:
 def advanced_composition(eps: float, delta: float, k: int,
                          delta_prime: float) -> tuple[float, float]:
     """Advanced composition of k adaptively chosen (eps, delta)-DP mechanisms (Dwork & Roth
-    2014, Cor. 3.21): (eps', k delta + delta')-DP with
+    2014, Thm. 3.20; Cor. 3.21 is its eps < 1 specialisation): (eps', k delta + delta')-DP with
     eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1). delta = 0 (pure DP) is allowed.
     Returns (eps', k delta + delta'); a total delta >= 1 is a vacuous guarantee.
     """

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from dprl.envs.acrobot import AcrobotVariants
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.experiments.runner import compute_trials, load, status
 from dprl.seeding import trial_index
 from dprl.sharma2025.cem import CEMSettings, train_experts
+from dprl.sharma2025.mlp_policies import TanhPolicies
 from dprl.sharma2025.variants import DEFAULTS, variant_grid
 
 TWINS = {"CartPole": (CartPoleVariants, 4, 2), "Acrobot": (AcrobotVariants, 6, 3)}
@@ -71,3 +74,32 @@ CARTPOLE_EXPERTS = _classic("CartPole", 2025, CEMSettings(iterations=12, populat
                                                          episodes=1))
 ACROBOT_EXPERTS = _classic("Acrobot", 2026, CEMSettings(iterations=12, population=16, elite=4,
                                                        episodes=1))
+
+
+@lru_cache(maxsize=4)
+def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
+    """The ``3 x n_settings`` experts of ``env`` (``"CartPole"`` or ``"Acrobot"``), setting by
+    setting: the committed result at paper scale (which must be current), recomputed at smoke
+    scale."""
+    if env not in TWINS:
+        raise ValueError(f"env must be one of {sorted(TWINS)}, got {env!r}")
+    experiment = CLASSIC[env]
+    parameters = _population_arrays(experiment, scale)["parameters"]
+    _, obs_dim, n_actions = TWINS[env]
+    return TanhPolicies(parameters.reshape(-1, parameters.shape[-1]), obs_dim,
+                        experiment.config(scale).cem.n_hidden, n_actions)
+
+
+def _population_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarray]:
+    """The arrays of ``experiment`` at ``scale``: committed (paper, checked current) or
+    computed now (smoke)."""
+    if scale != "paper":
+        config = experiment.config(scale)
+        return compute_trials(experiment, config, range(config.n_trials))
+    if status(experiment.id) != "current":
+        raise ValueError(f"the committed {experiment.id} result is {status(experiment.id)}; "
+                         f"run: python -m dprl run {experiment.id} --scale paper")
+    return load(experiment.id).arrays
+
+
+CLASSIC = {"CartPole": CARTPOLE_EXPERTS, "Acrobot": ACROBOT_EXPERTS}
