@@ -1,0 +1,121 @@
+"""Sharma et al. (2025), Alg. 2 on the book's expert populations: the released stable sets.
+
+Trial ``r`` runs DataRelease once for every cell ``(eps, m, hiv_split)`` of an environment,
+each from its own named stream of the trial: the budget split and ``T`` of App. B.3
+(:func:`dprl.sharma2025.release.appendix_b3_split`, ``delta = 1/m``), ``L`` the data's
+horizon, ``p_min = 0.02``. The data set is ``D^Pi`` of the first ``m`` experts of a fixed
+public permutation of the population (nested: the 1000 experts of ``m = 1000`` are among the
+2000 of ``m = 2000``), ``N = 20`` trajectories each on the default environment, recorded on
+demand from every expert's own stream (:mod:`dprl.sharma2025.demonstrations`), so a release
+records only the experts of its ``T`` queried trajectories.
+
+Per cell and queried trajectory (padded with -1 to the largest ``T``): the expert, the
+trajectory's index within it, its length ``|tau|`` and its stable prefix length ``k``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.experiments.sharma2025 import TWINS, classic_experts
+from dprl.seeding import named_stream
+from dprl.sharma2025.datasets import record
+from dprl.sharma2025.demonstrations import Demonstrations, Recorder
+from dprl.sharma2025.experts import ExpertPopulation
+from dprl.sharma2025.release import appendix_b3_split, data_release, release_parameters
+
+#: A cell: total eps, number of experts m, and the HIV budget-split reading.
+Cell = tuple[float, int, str]
+
+_SUBSET_KEY = 2**31  # the data seed's stream of the public expert permutation
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReleaseConfig(TrialConfig):
+    """The environment, its release cells, and the data set (stated in the module)."""
+
+    env: str
+    cells: tuple[Cell, ...]
+    horizon: int = 200
+    per_expert: int = 20
+    p_min: float = 0.02
+    data_seed: int
+    experts_scale: str = "paper"
+
+
+def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
+    """The experts of ``config.env`` and how their demonstrations are recorded."""
+    if config.env in TWINS:
+        make_env = TWINS[config.env][0]
+        env = make_env(horizon=config.horizon)
+        data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
+
+        def recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
+            return record(env, experts, index, per_expert, config.p_min, data_rng)
+
+        return classic_experts(config.env, config.experts_scale), recorder
+    raise ValueError(f"no population for env {config.env!r}")
+
+
+def members(n_experts: int, m: int, data_seed: int) -> np.ndarray:
+    """The first ``m`` experts of the public permutation of ``n_experts`` drawn from the data
+    seed (nested in ``m``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(data_seed, spawn_key=(_SUBSET_KEY,)))
+    return rng.permutation(n_experts)[:m]
+
+
+def release_trials(config: ReleaseConfig,
+                   rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """One DataRelease per cell per trial (module docstring)."""
+    experts, recorder = population(config)
+    n_queries = [appendix_b3_split(config.env, eps, m, split).n_queries
+                 for eps, m, split in config.cells]
+    width = max(n_queries)
+    names = ("queried_expert", "queried_trajectory", "queried_length", "prefix_length")
+    out = {name: np.full((len(rngs), len(config.cells), width), -1, dtype=np.int64)
+           for name in names}
+    for c, (eps, m, split) in enumerate(config.cells):
+        budget = appendix_b3_split(config.env, eps, m, split)
+        params = release_parameters(budget.eps1, budget.delta1, budget.n_queries,
+                                    config.horizon, config.p_min)
+        data = Demonstrations(experts, members(experts.n_experts, m, config.data_seed),
+                              config.per_expert, config.p_min, recorder)
+        for r, rng in enumerate(rngs):
+            stream = named_stream(rng, c)
+            order = copy.deepcopy(stream).permutation(data.n_trajectories)  # Alg. 2's first draw
+            data.prefetch(order[:params.n_queries])
+            result = data_release(data.n_trajectories, data.log_probs, params, stream)
+            t = result.queried
+            columns = (data.members[t // config.per_expert], t % config.per_expert,
+                       result.queried_lengths, result.prefix_lengths)
+            for name, column in zip(names, columns):
+                out[name][r, c, :len(t)] = column
+    return out
+
+
+def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, ...],
+             root_seed: int, data_seed: int, horizon: int) -> Experiment:
+    return register(Experiment(
+        id=f"sharma2025-{env.lower()}-release",
+        title=f"Sharma et al. (2025), Alg. 2: released stable prefixes, {env}",
+        chapter="book/sharma2025/data-release.ipynb",
+        configs={"smoke": ReleaseConfig(n_trials=2, root_seed=root_seed, batch_size=1, env=env,
+                                        cells=smoke_cells, horizon=horizon,
+                                        data_seed=data_seed, experts_scale="smoke"),
+                 "paper": ReleaseConfig(n_trials=20, root_seed=root_seed, batch_size=5,
+                                        env=env, cells=paper_cells, horizon=horizon,
+                                        data_seed=data_seed)},
+        run_trials=release_trials))
+
+
+B3 = "appendix_b3"
+CARTPOLE_RELEASE = _release("CartPole", ((7.5, 3000, B3), (10.0, 3000, B3)),
+                            ((10.0, 30, B3),), 52, 51, 200)
+ACROBOT_RELEASE = _release(
+    "Acrobot", tuple((eps, m, B3) for eps in (5.0, 7.5, 10.0) for m in (1000, 2000, 3000)),
+    ((10.0, 30, B3), (10.0, 20, B3)), 62, 61, 200)
