@@ -12,9 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import gymnasium
 import numpy as np
+from scipy.special import logsumexp
 
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
@@ -24,6 +26,8 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.mountain_car import GYMNASIUM_ID, MountainCar
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
+from dprl.sharma2025.experts import pmin_log_probabilities
+from dprl.sharma2025.release import log_prefix_counts
 from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
@@ -231,6 +235,29 @@ def _hiv_scipy(n: int) -> object:
     return HIVTreatmentMDP().simulate_actions_reference(_hiv_plan(n), "LSODA")
 
 
+_PREFIX_LENGTH = 200
+
+
+@lru_cache(maxsize=2)
+def _prefix_log_probs(m: int) -> np.ndarray:
+    """App. B.1 expert log probabilities ``(m, 200)`` on one trajectory (3 actions)."""
+    rng = np.random.default_rng(0)
+    greedy, actions = rng.integers(3, size=(m, _PREFIX_LENGTH)), rng.integers(3, size=_PREFIX_LENGTH)
+    return pmin_log_probabilities(greedy, actions[None, :], 3, 0.02)
+
+
+def _prefix_counts_cumulative(m: int) -> np.ndarray:
+    return log_prefix_counts(_prefix_log_probs(m))
+
+
+def _prefix_counts_per_prefix(m: int) -> list[float]:
+    """count_tau for every prefix separately: a product over its steps for every expert,
+    summed over experts (Sharma et al. 2025, Alg. 1 line 2 as written), in log space."""
+    log_probs = _prefix_log_probs(m)
+    return [float(logsumexp(log_probs[:, :k].sum(axis=1)))
+            for k in range(1, log_probs.shape[1] + 1)]
+
+
 _OU_QUERY_BATCH = 1000
 
 
@@ -270,6 +297,10 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "ones (Wang & Hegde 2019, Prop. 9): nearest-neighbour bridges vs dense Gaussian "
               "conditioning (Cholesky)", "sampled points", ou_conditioning, dense_conditioning,
               size=10_000, quick_size=500, repeats=1, setup=conditioning_setup, goal=100.0),
+    Benchmark("prefix-counts", "count_tau of all 200 prefixes of a trajectory over m experts "
+              "(Sharma et al. 2025, Alg. 1): cumulative log sums (release.log_prefix_counts) vs "
+              "one product per prefix", "experts", _prefix_counts_cumulative, _prefix_counts_per_prefix,
+              size=3000, quick_size=300, setup=_prefix_log_probs, goal=3.0),
     Scaling("ou-scaling", "Ornstein-Uhlenbeck path answering N uniform queries in batches of "
             f"{_OU_QUERY_BATCH} (Wang & Hegde 2019, Prop. 9: O(N log N), slope about 1; "
             "O(N^2) would be 2)", "queries", _ou_query_times,
