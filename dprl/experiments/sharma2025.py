@@ -7,6 +7,10 @@ only source of randomness, so any setting's experts can be recomputed alone.
 - ``sharma2025-cartpole-experts``, ``sharma2025-acrobot-experts``: one-hidden-layer tanh
   networks trained by the noisy cross-entropy method on the vectorised twins, the 3 best of 4
   runs per setting (:mod:`dprl.sharma2025.cem`).
+- ``sharma2025-lunarlander-experts``: the 9 constants of Gymnasium's heuristic lander trained
+  by the cross-entropy method from a generic prior, the 3 best candidates per setting
+  (:mod:`dprl.sharma2025.lander_experts`); their default-environment returns are measured on
+  the same ``default_episodes`` episodes for every expert (seeds from ``evaluation_seed``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from dprl.envs.cartpole import CartPoleVariants
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.runner import compute_trials, load, status
 from dprl.seeding import trial_index
+from dprl.envs.lunar_lander import LanderVariant
 from dprl.sharma2025.cem import CEMSettings, train_experts
+from dprl.sharma2025.lander_experts import CEMConfig as LanderCEM
+from dprl.sharma2025.lander_experts import evaluate_on_default, train_setting
 from dprl.sharma2025.mlp_policies import TanhPolicies
 from dprl.sharma2025.variants import DEFAULTS, variant_grid
 
@@ -100,6 +107,47 @@ def _population_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarr
         raise ValueError(f"the committed {experiment.id} result is {status(experiment.id)}; "
                          f"run: python -m dprl run {experiment.id} --scale paper")
     return load(experiment.id).arrays
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LanderExpertsConfig(TrialConfig):
+    """The cross-entropy method per setting and the default-environment evaluation."""
+
+    cem: LanderCEM
+    default_episodes: int = 5
+    evaluation_seed: int
+    stride: int = 1
+
+
+def lander_experts_trials(config: LanderExpertsConfig,
+                          rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Each trial's setting trained alone (:func:`dprl.sharma2025.lander_experts.train_setting`),
+    then evaluated on the default LunarLander-v3."""
+    grid = variant_grid("LunarLander")
+    index = [trial_index(rng) * config.stride for rng in rngs]
+    trained = [train_setting(LanderVariant.sharma2025(*(float(grid[name][i]) for name in grid)),
+                             rng, config.cem) for i, rng in zip(index, rngs)]
+    parameters = np.stack([p for p, _ in trained])
+    default = [evaluate_on_default(p, config.default_episodes,
+                                   np.random.default_rng(config.evaluation_seed))
+               for p in parameters]
+    return {"parameters": parameters, "own_returns": np.stack([r for _, r in trained]),
+            "default_returns": np.stack(default),
+            **{f"setting_{name}": values[index] for name, values in grid.items()}}
+
+
+LUNARLANDER_EXPERTS = register(Experiment(
+    id="sharma2025-lunarlander-experts",
+    title="Sharma et al. (2025), App. B.1: LunarLander experts (CEM on the heuristic's "
+          "constants, 1000 variants)",
+    chapter="book/sharma2025/experts.ipynb",
+    configs={"smoke": LanderExpertsConfig(
+                 n_trials=2, root_seed=2027, batch_size=1, stride=500, default_episodes=1,
+                 evaluation_seed=7, cem=LanderCEM(population=4, n_elite=2, iterations=1,
+                                                  episodes=1, max_steps=100, eval_episodes=1)),
+             "paper": LanderExpertsConfig(n_trials=1000, root_seed=2027, batch_size=10,
+                                          evaluation_seed=7, cem=LanderCEM())},
+    run_trials=lander_experts_trials))
 
 
 CLASSIC = {"CartPole": CARTPOLE_EXPERTS, "Acrobot": ACROBOT_EXPERTS}
