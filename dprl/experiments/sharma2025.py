@@ -11,6 +11,13 @@ only source of randomness, so any setting's experts can be recomputed alone.
   by the cross-entropy method from a generic prior, the 3 best candidates per setting
   (:mod:`dprl.sharma2025.lander_experts`); their default-environment returns are measured on
   the same ``default_episodes`` episodes for every expert (seeds from ``evaluation_seed``).
+- ``sharma2025-hiv-experts``: per setting, the candidates of batched fitted Q iteration
+  with the setting's penalties and noise and their own bootstrap weights
+  (:mod:`dprl.sharma2025.hiv_experts`), their returns on their own setting and on the default
+  one. Every draw of a setting comes from the streams of ``SeedSequence(root_seed)`` named by
+  the setting's grid index, so a setting trained alone gives the same bits. App. B.1's
+  selection across settings (the best of each, then the 1000 best second-best) is made from
+  the committed candidates by :func:`hiv_experts`.
 """
 
 from __future__ import annotations
@@ -26,10 +33,14 @@ from dprl.envs.cartpole import CartPoleVariants
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.runner import compute_trials, load, status
 from dprl.seeding import trial_index
+from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.lunar_lander import LanderVariant
 from dprl.sharma2025.cem import CEMSettings, train_experts
+from dprl.sharma2025.hiv_experts import (HIVExpertProtocol, HIVExperts, default_returns,
+                                         hiv_settings, select_experts, train_candidates)
 from dprl.sharma2025.lander_experts import CEMConfig as LanderCEM
-from dprl.sharma2025.lander_experts import evaluate_on_default, train_setting
+from dprl.sharma2025.lander_experts import (LanderControllers, evaluate_on_default,
+                                            train_setting)
 from dprl.sharma2025.mlp_policies import TanhPolicies
 from dprl.sharma2025.variants import DEFAULTS, variant_grid
 
@@ -97,6 +108,14 @@ def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
                         experiment.config(scale).cem.n_hidden, n_actions)
 
 
+@lru_cache(maxsize=2)
+def lander_experts(scale: str = "paper") -> LanderControllers:
+    """The ``3 x n_settings`` LunarLander experts, setting by setting (as
+    :func:`classic_experts`)."""
+    parameters = _population_arrays(LUNARLANDER_EXPERTS, scale)["parameters"]
+    return LanderControllers(parameters.reshape(-1, parameters.shape[-1]))
+
+
 def _population_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarray]:
     """The arrays of ``experiment`` at ``scale``: committed (paper, checked current) or
     computed now (smoke)."""
@@ -148,6 +167,61 @@ LUNARLANDER_EXPERTS = register(Experiment(
              "paper": LanderExpertsConfig(n_trials=1000, root_seed=2027, batch_size=10,
                                           evaluation_seed=7, cem=LanderCEM())},
     run_trials=lander_experts_trials))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HIVExpertsConfig(TrialConfig):
+    """The fitted Q iteration protocol; ``n_trials`` settings, every ``stride``-th."""
+
+    protocol: HIVExpertProtocol
+    stride: int = 1
+
+
+def hiv_experts_trials(config: HIVExpertsConfig,
+                       rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """The candidates of each trial's setting (:func:`~dprl.sharma2025.hiv_experts.
+    train_candidates`, all settings of the batch at once) and their default-setting returns."""
+    mdp = HIVTreatmentMDP.sharma2025()
+    ids = np.array([trial_index(rng) * config.stride for rng in rngs])
+    settings = hiv_settings(ids)
+    candidates = train_candidates(mdp, settings, config.protocol,
+                                  np.random.default_rng(np.random.SeedSequence(config.root_seed)))
+    S, K = candidates.own_returns.shape
+    every = HIVExperts(candidates.weights.reshape(S * K, *candidates.weights.shape[2:]),
+                       config.protocol.degree, settings.take(np.repeat(np.arange(S), K)),
+                       np.zeros(S * K, dtype=np.int64), candidates.own_returns.ravel())
+    return {"weights": candidates.weights, "own_returns": candidates.own_returns,
+            "last_change": candidates.last_change,
+            "default_returns": default_returns(every, mdp).reshape(S, K),
+            "setting_drug_penalties": settings.drug_penalties,
+            "setting_efficacy_noise": settings.efficacy_noise}
+
+
+HIV_EXPERTS = register(Experiment(
+    id="sharma2025-hiv-experts",
+    title="Sharma et al. (2025), App. B.1: HIV experts (batched fitted Q iteration on 2000 "
+          "settings)",
+    chapter="book/sharma2025/experts.ipynb",
+    configs={"smoke": HIVExpertsConfig(
+                 n_trials=4, root_seed=2028, batch_size=2, stride=500,
+                 protocol=HIVExpertProtocol(n_rounds=2, patients_per_round=2, n_iterations=5,
+                                            n_noisy_evaluations=1, n_second_best=2)),
+             "paper": HIVExpertsConfig(n_trials=2000, root_seed=2028, batch_size=200,
+                                       protocol=HIVExpertProtocol())},
+    run_trials=hiv_experts_trials))
+
+
+@lru_cache(maxsize=2)
+def hiv_experts(scale: str = "paper") -> HIVExperts:
+    """App. B.1's 3000 HIV experts (2000 at smoke scale + its second-best count) selected from
+    the committed candidates (:func:`~dprl.sharma2025.hiv_experts.select_experts`)."""
+    arrays = _population_arrays(HIV_EXPERTS, scale)
+    config = HIV_EXPERTS.config(scale)
+    setting, candidate, rank = select_experts(arrays["own_returns"],
+                                              config.protocol.n_second_best)
+    settings = hiv_settings(np.arange(config.n_trials) * config.stride).take(setting)
+    return HIVExperts(arrays["weights"][setting, candidate], config.protocol.degree, settings,
+                      rank, arrays["own_returns"][setting, candidate])
 
 
 CLASSIC = {"CartPole": CARTPOLE_EXPERTS, "Acrobot": ACROBOT_EXPERTS}

@@ -22,11 +22,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from dprl.experiments.registry import Experiment, TrialConfig, register
-from dprl.experiments.sharma2025 import TWINS, classic_experts
+from dprl.envs.hiv import HIVTreatmentMDP
+from dprl.experiments.sharma2025 import TWINS, classic_experts, hiv_experts, lander_experts
 from dprl.seeding import named_stream
-from dprl.sharma2025.datasets import record
+from dprl.sharma2025.datasets import ExpertData, record
 from dprl.sharma2025.demonstrations import Demonstrations, Recorder
 from dprl.sharma2025.experts import ExpertPopulation
+from dprl.sharma2025.hiv_experts import record_trajectories as record_hiv
+from dprl.sharma2025.lander_experts import record_trajectories
 from dprl.sharma2025.release import appendix_b3_split, data_release, release_parameters
 
 #: A cell: total eps, number of experts m, and the HIV budget-split reading.
@@ -59,6 +62,26 @@ def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
             return record(env, experts, index, per_expert, config.p_min, data_rng)
 
         return classic_experts(config.env, config.experts_scale), recorder
+    if config.env == "LunarLander":
+        data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
+
+        def lander_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
+            return record_trajectories(experts, index, per_expert, config.horizon, config.p_min,
+                                       data_rng)
+
+        return lander_experts(config.experts_scale), lander_recorder
+    if config.env == "HIV":
+        mdp = HIVTreatmentMDP.sharma2025(horizon=config.horizon)
+        data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
+
+        def hiv_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
+            episodes = record_hiv(experts, mdp, per_expert,
+                                  [named_stream(data_rng, int(i)) for i in index], config.p_min)
+            shape = (len(index), per_expert)
+            return ExpertData(episodes.observations, episodes.actions, episodes.rewards,
+                              np.full(shape, config.horizon), np.zeros(shape, dtype=bool))
+
+        return hiv_experts(config.experts_scale), hiv_recorder
     raise ValueError(f"no population for env {config.env!r}")
 
 
@@ -119,3 +142,11 @@ CARTPOLE_RELEASE = _release("CartPole", ((7.5, 3000, B3), (10.0, 3000, B3)),
 ACROBOT_RELEASE = _release(
     "Acrobot", tuple((eps, m, B3) for eps in (5.0, 7.5, 10.0) for m in (1000, 2000, 3000)),
     ((10.0, 30, B3), (10.0, 20, B3)), 62, 61, 200)
+#: LunarLander trajectories are cut at 500 steps (the paper gives no length): 99.4 % of the
+#: App. B.1 experts' episodes end by then, at the same cost as Gymnasium's 1000.
+LUNARLANDER_RELEASE = _release("LunarLander", ((7.5, 3000, B3), (10.0, 3000, B3)),
+                               ((10.0, 6, B3),), 72, 71, 500)
+#: HIV under both readings of its budget split (App. B.3's 3/4, and Sec. 6's eps1 = eps).
+S6 = "section6"
+HIV_RELEASE = _release("HIV", ((7.5, 3000, B3), (10.0, 3000, B3), (7.5, 3000, S6),
+                               (10.0, 3000, S6)), ((10.0, 6, B3), (10.0, 6, S6)), 82, 81, 50)
