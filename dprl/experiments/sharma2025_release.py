@@ -1,6 +1,7 @@
 """Sharma et al. (2025), Alg. 2 on the book's expert populations: the released stable sets.
 
-Trial ``r`` runs DataRelease once for every cell ``(eps, m, hiv_split)`` of an environment,
+Trial ``r`` (20 per environment; 10 for LunarLander and HIV, whose simulators are slower)
+runs DataRelease once for every cell ``(eps, m, hiv_split)`` of an environment,
 each from its own named stream of the trial: the budget split and ``T`` of App. B.3
 (:func:`dprl.sharma2025.release.appendix_b3_split`, ``delta = 1/m``), ``L`` the data's
 horizon, ``p_min = 0.02``. The data set is ``D^Pi`` of the first ``m`` experts of a fixed
@@ -122,7 +123,7 @@ def release_trials(config: ReleaseConfig,
 
 
 def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, ...],
-             root_seed: int, data_seed: int, horizon: int) -> Experiment:
+             root_seed: int, data_seed: int, horizon: int, n_releases: int = 20) -> Experiment:
     return register(Experiment(
         id=f"sharma2025-{env.lower()}-release",
         title=f"Sharma et al. (2025), Alg. 2: released stable prefixes, {env}",
@@ -130,7 +131,7 @@ def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, .
         configs={"smoke": ReleaseConfig(n_trials=2, root_seed=root_seed, batch_size=1, env=env,
                                         cells=smoke_cells, horizon=horizon,
                                         data_seed=data_seed, experts_scale="smoke"),
-                 "paper": ReleaseConfig(n_trials=20, root_seed=root_seed, batch_size=5,
+                 "paper": ReleaseConfig(n_trials=n_releases, root_seed=root_seed, batch_size=5,
                                         env=env, cells=paper_cells, horizon=horizon,
                                         data_seed=data_seed)},
         run_trials=release_trials))
@@ -145,8 +146,9 @@ ACROBOT_RELEASE = _release(
 #: LunarLander trajectories are cut at 500 steps (the paper gives no length): 99.4 % of the
 #: App. B.1 experts' episodes end by then, at the same cost as Gymnasium's 1000.
 LUNARLANDER_RELEASE = _release("LunarLander", ((7.5, 3000, B3), (10.0, 3000, B3)),
-                               ((10.0, 6, B3),), 72, 71, 500)
+                               ((10.0, 6, B3),), 72, 71, 500, n_releases=10)
 #: HIV under both readings of its budget split (App. B.3's 3/4, and Sec. 6's eps1 = eps).
 S6 = "section6"
 HIV_RELEASE = _release("HIV", ((7.5, 3000, B3), (10.0, 3000, B3), (7.5, 3000, S6),
-                               (10.0, 3000, S6)), ((10.0, 6, B3), (10.0, 6, S6)), 82, 81, 50)
+                               (10.0, 3000, S6)), ((10.0, 6, B3), (10.0, 6, S6)), 82, 81, 50,
+                       n_releases=10)
