@@ -48,13 +48,24 @@ TWINS = {"CartPole": (CartPoleVariants, 4, 2), "Acrobot": (AcrobotVariants, 6, 3
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassicExpertsConfig(TrialConfig):
+class GridConfig(TrialConfig):
+    """Trial ``i`` trains the experts of setting ``i * stride`` of the environment's grid (1:
+    every setting)."""
+
+    stride: int = 1
+
+    def setting_index(self, rngs: Sequence[np.random.Generator]) -> np.ndarray:
+        """The grid index of each trial's setting."""
+        return np.array([trial_index(rng) * self.stride for rng in rngs])
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassicExpertsConfig(GridConfig):
     """The environment (``"CartPole"`` or ``"Acrobot"``) and the cross-entropy method's
-    settings; ``n_trials`` settings of the grid, every ``stride``-th (1: all 1000)."""
+    settings."""
 
     env: str
     cem: CEMSettings
-    stride: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -67,7 +78,7 @@ def classic_experts_trials(config: ClassicExpertsConfig,
     """The experts of each trial's setting (:func:`dprl.sharma2025.cem.train_experts`), with
     the setting's parameter values."""
     make_env, obs_dim, n_actions = TWINS[config.env]
-    index = np.array([trial_index(rng) * config.stride for rng in rngs])
+    index = config.setting_index(rngs)
     settings = {name: values[index] for name, values in variant_grid(config.env).items()}
     out = train_experts(make_env, obs_dim, n_actions, settings, rngs, config.cem,
                         DEFAULTS[config.env])
@@ -129,13 +140,12 @@ def _population_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarr
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LanderExpertsConfig(TrialConfig):
+class LanderExpertsConfig(GridConfig):
     """The cross-entropy method per setting and the default-environment evaluation."""
 
     cem: LanderCEM
     default_episodes: int = 5
     evaluation_seed: int
-    stride: int = 1
 
 
 def lander_experts_trials(config: LanderExpertsConfig,
@@ -143,7 +153,7 @@ def lander_experts_trials(config: LanderExpertsConfig,
     """Each trial's setting trained alone (:func:`dprl.sharma2025.lander_experts.train_setting`),
     then evaluated on the default LunarLander-v3."""
     grid = variant_grid("LunarLander")
-    index = [trial_index(rng) * config.stride for rng in rngs]
+    index = config.setting_index(rngs)
     trained = [train_setting(LanderVariant.sharma2025(*(float(grid[name][i]) for name in grid)),
                              rng, config.cem) for i, rng in zip(index, rngs)]
     parameters = np.stack([p for p, _ in trained])
@@ -170,11 +180,10 @@ LUNARLANDER_EXPERTS = register(Experiment(
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HIVExpertsConfig(TrialConfig):
-    """The fitted Q iteration protocol; ``n_trials`` settings, every ``stride``-th."""
+class HIVExpertsConfig(GridConfig):
+    """The fitted Q iteration protocol."""
 
     protocol: HIVExpertProtocol
-    stride: int = 1
 
 
 def hiv_experts_trials(config: HIVExpertsConfig,
@@ -182,8 +191,7 @@ def hiv_experts_trials(config: HIVExpertsConfig,
     """The candidates of each trial's setting (:func:`~dprl.sharma2025.hiv_experts.
     train_candidates`, all settings of the batch at once) and their default-setting returns."""
     mdp = HIVTreatmentMDP.sharma2025()
-    ids = np.array([trial_index(rng) * config.stride for rng in rngs])
-    settings = hiv_settings(ids)
+    settings = hiv_settings(config.setting_index(rngs))
     candidates = train_candidates(mdp, settings, config.protocol,
                                   np.random.default_rng(np.random.SeedSequence(config.root_seed)))
     S, K = candidates.own_returns.shape
