@@ -140,3 +140,32 @@ def test_expert_level_accounting():
         group_privacy(1.0, 1.5, 2)
     with pytest.raises(ValueError, match="sampling_rate"):
         poisson_gaussian_epsilon(1.0, 0.0, 10, 1e-5)
+
+
+def test_picked_trajectories_equal_their_place_among_all_of_an_experts():
+    from dprl.envs.hiv import HIVTreatmentMDP
+    from dprl.sharma2025.hiv_experts import HIVExperts, hiv_settings
+    from dprl.sharma2025.hiv_experts import record_trajectories as record_hiv
+    from dprl.sharma2025.lander_experts import (HEURISTIC_PARAMETERS, LanderControllers,
+                                                record_trajectories as record_lander)
+
+    rng = np.random.default_rng(1)
+    picks = np.array([3, 0])
+    nets = TanhPolicies(rng.normal(size=(2, n_parameters(4, 16, 2))), 4, 16, 2)
+    full = record(CartPoleVariants(horizon=40), nets, [5, 9], 4, 0.02, rng)
+    one = record(CartPoleVariants(horizon=40), nets, [5, 9], 4, 0.02, rng, picks)
+    lander = LanderControllers(np.stack([HEURISTIC_PARAMETERS, 0.5 * HEURISTIC_PARAMETERS]))
+    lander_full = record_lander(lander, [5, 9], 4, 60, 0.02, rng)
+    lander_one = record_lander(lander, [5, 9], 4, 60, 0.02, rng, picks)
+    hiv = HIVExperts(rng.normal(size=(2, 4, 28)), 2, hiv_settings(np.array([0, 1])),
+                     np.zeros(2, dtype=np.int64), np.zeros(2))
+    mdp = HIVTreatmentMDP.sharma2025(horizon=5)
+    streams = lambda: [np.random.default_rng(s) for s in (5, 9)]  # noqa: E731
+    hiv_full = record_hiv(hiv, mdp, 4, streams())
+    hiv_one = record_hiv(hiv, mdp, 4, streams(), picks=picks)
+    for whole, picked in ((full, one), (lander_full, lander_one), (hiv_full, hiv_one)):
+        for name in ("observations", "actions", "rewards", "lengths"):
+            assert np.array_equal(getattr(whole, name)[[0, 1], picks],
+                                  getattr(picked, name)[:, 0])
+    with pytest.raises(ValueError, match="picks"):
+        record(CartPoleVariants(horizon=40), nets, [5, 9], 4, 0.02, rng, np.array([4, 0]))

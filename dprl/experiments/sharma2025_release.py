@@ -8,7 +8,7 @@ horizon, ``p_min = 0.02``. The data set is ``D^Pi`` of the first ``m`` experts o
 public permutation of the population (nested: the 1000 experts of ``m = 1000`` are among the
 2000 of ``m = 2000``), ``N = 20`` trajectories each on the default environment, recorded on
 demand from every expert's own stream (:mod:`dprl.sharma2025.demonstrations`), so a release
-records only the experts of its ``T`` queried trajectories.
+records only its ``T`` queried trajectories.
 
 Per cell and queried trajectory (padded with -1 to the largest ``T``): the expert, the
 trajectory's index within it, its length ``|tau|`` and its stable prefix length ``k``.
@@ -59,26 +59,30 @@ def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
         env = make_env(horizon=config.horizon)
         data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
 
-        def recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
-            return record(env, experts, index, per_expert, config.p_min, data_rng)
+        def recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
+                     picks: np.ndarray | None = None) -> ExpertData:
+            return record(env, experts, index, per_expert, config.p_min, data_rng, picks)
 
         return classic_experts(config.env, config.experts_scale), recorder
     if config.env == "LunarLander":
         data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
 
-        def lander_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
+        def lander_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
+                            picks: np.ndarray | None = None) -> ExpertData:
             return record_trajectories(experts, index, per_expert, config.horizon, config.p_min,
-                                       data_rng)
+                                       data_rng, picks)
 
         return lander_experts(config.experts_scale), lander_recorder
     if config.env == "HIV":
         mdp = HIVTreatmentMDP.sharma2025(horizon=config.horizon)
         data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
 
-        def hiv_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int):
+        def hiv_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
+                         picks: np.ndarray | None = None) -> ExpertData:
             episodes = record_hiv(experts, mdp, per_expert,
-                                  [named_stream(data_rng, int(i)) for i in index], config.p_min)
-            shape = (len(index), per_expert)
+                                  [named_stream(data_rng, int(i)) for i in index], config.p_min,
+                                  picks)
+            shape = episodes.lengths.shape
             return ExpertData(episodes.observations, episodes.actions, episodes.rewards,
                               np.full(shape, config.horizon), np.zeros(shape, dtype=bool))
 

@@ -42,19 +42,43 @@ class ExpertData:
         return int(self.lengths.sum())
 
 
+def checked_picks(picks: np.ndarray, n_experts: int, per_expert: int) -> np.ndarray:
+    """``picks`` ``(m,)``: one trajectory index in ``[0, per_expert)`` per recorded expert."""
+    picks = np.asarray(picks)
+    if picks.shape != (n_experts,) or not np.issubdtype(picks.dtype, np.integer) or (
+            picks.size and (picks.min() < 0 or picks.max() >= per_expert)):
+        raise ValueError(f"picks must hold one trajectory index in [0, {per_expert}) for each "
+                         f"of the {n_experts} experts")
+    return picks.astype(np.int64)
+
+
+def pick(draws: np.ndarray, picks: np.ndarray | None) -> np.ndarray:
+    """Per-expert draws ``(m, N, ...)``, or only the picked trajectory's ``(m, 1, ...)``."""
+    if picks is None:
+        return draws
+    return draws[np.arange(len(picks)), picks][:, None]
+
+
 def record(env: VectorEnv, experts: ExpertPopulation, experts_index: Sequence[int],
-           per_expert: int, p_min: float, rng: np.random.Generator) -> ExpertData:
+           per_expert: int, p_min: float, rng: np.random.Generator,
+           picks: np.ndarray | None = None) -> ExpertData:
     """``per_expert`` trajectories of ``env.horizon`` steps of each of the experts
     ``experts_index`` (all of ``experts``, in order, usually), modified to ``p_min``
-    (:func:`dprl.sharma2025.experts.pmin_actions`), all stepped at once."""
+    (:func:`dprl.sharma2025.experts.pmin_actions`), all stepped at once. With ``picks``, only
+    trajectory ``picks[k]`` of expert ``k`` (the same bits as among all ``per_expert``: every
+    expert's draws are made in full), and the data hold one trajectory per expert."""
     per_expert = require_int("per_expert", per_expert)
     index = np.asarray(experts_index)
     if index.ndim != 1 or index.size != experts.n_experts:
         raise ValueError(f"experts_index must name each of the {experts.n_experts} experts")
+    if picks is not None:
+        picks = checked_picks(picks, index.size, per_expert)
     m, horizon = experts.n_experts, env.horizon
     streams = [named_stream(rng, int(i)) for i in index]
-    states = np.concatenate([env.reset(per_expert, g) for g in streams])
-    uniforms = np.stack([g.random((per_expert, horizon)) for g in streams])
+    states = np.stack([env.reset(per_expert, g) for g in streams])
+    uniforms = pick(np.stack([g.random((per_expert, horizon)) for g in streams]), picks)
+    states = pick(states, picks).reshape(-1, states.shape[-1])
+    per_expert = uniforms.shape[1]
     alive = np.ones(m * per_expert, dtype=bool)
     lengths = np.zeros(m * per_expert, dtype=np.int64)
     terminated = np.zeros(m * per_expert, dtype=bool)

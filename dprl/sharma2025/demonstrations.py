@@ -1,11 +1,11 @@
-"""Demonstrations on demand: one expert's ``N`` trajectories, recomputed from its own stream.
+"""Demonstrations on demand: any trajectory of the data set, recomputed from its expert's stream.
 
 App. B.1 of Sharma et al. (2025) records ``N = 20`` trajectories of each of ``m`` experts on
 the default environment. Every expert's trajectories draw from the stream
 ``named_stream(data_rng, i)`` of its global index ``i`` (:mod:`dprl.sharma2025.datasets`),
-so DataRelease (Alg. 2), which queries only ``T`` trajectories, needs to record only the
-experts of those ``T``: trajectory ``t`` of the data set is trajectory ``t mod N`` of expert
-``t // N``.
+and an expert's draws for all ``N`` are made before any is simulated, so DataRelease
+(Alg. 2), which queries only ``T`` trajectories, records just those: trajectory ``t`` of the
+data set is trajectory ``t mod N`` of expert ``t // N``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from dprl.sharma2025.datasets import ExpertData
 from dprl.sharma2025.experts import ExpertPopulation, pmin_log_probabilities
 from dprl.validation import require_int
 
-#: ``record(experts, index, per_expert)``: the data of the experts ``index`` (a population
-#: of ``len(index)`` experts), expert ``index[k]`` from its stream.
-Recorder = Callable[[ExpertPopulation, np.ndarray, int], ExpertData]
+#: ``record(experts, index, per_expert, picks)``: trajectory ``picks[k]`` (of ``per_expert``)
+#: of each expert ``index[k]`` (a population of ``len(index)`` experts), from its stream, as
+#: :class:`~dprl.sharma2025.datasets.ExpertData` with one trajectory per expert.
+Recorder = Callable[[ExpertPopulation, np.ndarray, int, np.ndarray], ExpertData]
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,25 +43,27 @@ class Demonstrations:
         return len(self.members) * self.per_expert
 
     def prefetch(self, trajectories: np.ndarray) -> None:
-        """Record the experts of ``trajectories`` in one batch (vectorised) and keep their
-        data for :meth:`trajectory`; each expert's data are the same bits as alone."""
-        wanted = np.unique(np.asarray(trajectories, dtype=np.int64) // self.per_expert)
-        missing = [k for k in wanted.tolist() if k not in self._cache]
-        if missing:
-            index = self.members[missing]
-            data = self.recorder(self.experts.select(index), index, self.per_expert)
-            for row, k in enumerate(missing):
-                self._cache[k] = ExpertData(*(field[row:row + 1] for field in (
-                    data.observations, data.actions, data.rewards, data.lengths,
-                    data.terminated)))
+        """Record ``trajectories`` in one batch (vectorised) and keep them for
+        :meth:`trajectory`; each is the same bits as recorded alone."""
+        wanted = np.unique(np.asarray(trajectories, dtype=np.int64))
+        missing = np.array([t for t in wanted.tolist() if t not in self._cache], dtype=np.int64)
+        if missing.size:
+            index = self.members[missing // self.per_expert]
+            data = self.recorder(self.experts.select(index), index, self.per_expert,
+                                 missing % self.per_expert)
+            for row, t in enumerate(missing.tolist()):
+                length = int(data.lengths[row, 0])
+                self._cache[t] = (data.observations[row, 0, :length + 1],
+                                  data.actions[row, 0, :length])
 
     def trajectory(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """Observations ``(|tau| + 1, d)`` and actions ``(|tau|,)`` of trajectory ``t``."""
+        """Observations ``(|tau| + 1, d)`` and actions ``(|tau|,)`` of trajectory ``t``
+        (trajectory ``t mod N`` of member ``t // N``)."""
         t = require_int("t", t, minimum=0)
+        if t >= self.n_trajectories:
+            raise ValueError(f"t must be < {self.n_trajectories}, got {t}")
         self.prefetch(np.array([t]))
-        data, j = self._cache[t // self.per_expert], t % self.per_expert
-        length = int(data.lengths[0, j])
-        return data.observations[0, j, :length + 1], data.actions[0, j, :length]
+        return self._cache[t]
 
     def log_probs(self, t: int) -> LazyLogProbs:
         """``log pi_i(a_j | s_j)`` ``(m, |tau|)`` of every member on trajectory ``t``, the

@@ -51,7 +51,8 @@ from dprl.envs.hiv_features import q_features
 from dprl.envs.hiv_model import integrate
 from dprl.features import PolynomialBasis
 from dprl.seeding import named_stream
-from dprl.sharma2025.experts import pmin_levels, sample_pmin_actions
+from dprl.sharma2025.datasets import checked_picks, pick
+from dprl.sharma2025.experts import pmin_actions, pmin_levels
 from dprl.sharma2025.variants import variant_grid
 from dprl.validation import (frozen_copy, require_array, require_int, require_nonnegative,
                              require_probability)
@@ -539,15 +540,19 @@ def default_returns(experts: HIVExperts, mdp: HIVTreatmentMDP) -> np.ndarray:
 
 
 def record_trajectories(experts: HIVExperts, mdp: HIVTreatmentMDP, n_trajectories: int,
-                        rngs: Sequence[np.random.Generator], p_min: float = 0.02) -> Episodes:
+                        rngs: Sequence[np.random.Generator], p_min: float = 0.02,
+                        picks: np.ndarray | None = None) -> Episodes:
     """``n_trajectories`` demonstrations of each expert on ``mdp`` (the default setting),
     acting by App. B.1's ``p_min`` modification
-    (:func:`~dprl.sharma2025.experts.sample_pmin_actions`; Sharma et al. 2025, Sec. 6's
+    (:func:`~dprl.sharma2025.experts.pmin_actions`; Sharma et al. 2025, Sec. 6's
     aggregated data set): :class:`~dprl.envs.episodes.Episodes` of batch shape ``(m, N)``
     with ``log10`` observations ``(m, N, H + 1, 6)``, actions and rewards ``(m, N, H)``, the
     probabilities of the taken actions as ``behaviour_probabilities`` and the observed range
     of rewards as ``reward_range`` (the HIV reward has no a-priori bound). All ``m N``
-    patients step in one integration; expert ``i`` draws from ``rngs[i]`` only."""
+    patients step in one integration; expert ``i`` draws from ``rngs[i]`` only, all its
+    ``H x N`` action uniforms at once (step-major, the order of ``N`` draws per step). With
+    ``picks``, only trajectory ``picks[i]`` of expert ``i`` is recorded (same bits), one per
+    expert."""
     _check_experts(experts, mdp)
     n_trajectories = require_int("n_trajectories", n_trajectories)
     rngs = list(rngs)
@@ -556,13 +561,15 @@ def record_trajectories(experts: HIVExperts, mdp: HIVTreatmentMDP, n_trajectorie
         raise ValueError(f"rngs must hold one numpy.random.Generator per expert "
                          f"({experts.n_experts})")
     high, low = pmin_levels(experts.n_actions, p_min)
-    m, N, H = experts.n_experts, n_trajectories, mdp.horizon
+    if picks is not None:
+        picks = checked_picks(picks, experts.n_experts, n_trajectories)
+    uniforms = pick(np.stack([g.random((mdp.horizon, n_trajectories)).T for g in rngs]), picks)
+    m, N, H = experts.n_experts, uniforms.shape[1], mdp.horizon
     probabilities = []
 
     def choose(t: int, observations: np.ndarray) -> np.ndarray:
         greedy = experts.greedy_actions(observations.reshape(m, N, 6))
-        actions = np.stack([sample_pmin_actions(g, experts.n_actions, p_min, rng)
-                            for g, rng in zip(greedy, rngs)])
+        actions = pmin_actions(greedy, uniforms[:, :, t], experts.n_actions, p_min)
         probabilities.append(np.where(actions == greedy, high, low))
         return actions.ravel()
 

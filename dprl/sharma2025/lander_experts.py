@@ -23,7 +23,7 @@ import numpy as np
 from dprl.envs.lunar_lander import (DEFAULT_VARIANT, N_ACTIONS, OBSERVATION_DIM, TIME_LIMIT,
                                     LanderEpisodes, LanderVariant, run_episodes)
 from dprl.seeding import named_stream
-from dprl.sharma2025.datasets import ExpertData
+from dprl.sharma2025.datasets import ExpertData, checked_picks, pick
 from dprl.sharma2025.experts import pmin_actions, pmin_levels
 from dprl.validation import (frozen_copy, require_array, require_int, require_nonnegative,
                              require_positive, require_probability)
@@ -244,7 +244,7 @@ def evaluate_on_default(parameters: np.ndarray, n_episodes: int,
 
 def record_trajectories(experts: LanderControllers, experts_index: Sequence[int],
                         per_expert: int, max_steps: int, p_min: float,
-                        rng: np.random.Generator) -> ExpertData:
+                        rng: np.random.Generator, picks: np.ndarray | None = None) -> ExpertData:
     """``per_expert`` demonstrations of each of ``experts`` on Gymnasium's default
     LunarLander-v3, cut after ``max_steps`` steps, by App. B.1's modified experts
     (:func:`~dprl.sharma2025.experts.pmin_actions`; the paper's ``p_min`` is 0.02): Sharma
@@ -252,7 +252,8 @@ def record_trajectories(experts: LanderControllers, experts_index: Sequence[int]
     layout. Expert ``k`` of ``experts`` is the global expert ``experts_index[k]`` and draws
     only from ``named_stream(rng, experts_index[k])`` (its episode seeds, then one uniform
     per step), as :func:`dprl.sharma2025.datasets.record` does: its trajectories are the
-    same bits whatever experts are recorded with it."""
+    same bits whatever experts are recorded with it. With ``picks``, only trajectory
+    ``picks[k]`` of expert ``k`` is recorded (same bits), one per expert."""
     if not isinstance(experts, LanderControllers):
         raise ValueError(f"experts must be LanderControllers, got {type(experts).__name__}")
     per_expert = require_int("per_expert", per_expert)
@@ -261,9 +262,13 @@ def record_trajectories(experts: LanderControllers, experts_index: Sequence[int]
     index = np.asarray(experts_index)
     if index.shape != (experts.n_experts,) or not np.issubdtype(index.dtype, np.integer):
         raise ValueError(f"experts_index must name each of the {experts.n_experts} experts")
+    if picks is not None:
+        picks = checked_picks(picks, index.size, per_expert)
     streams = [named_stream(rng, int(i)) for i in index]
-    seeds = np.stack([_seeds(g, (per_expert,)) for g in streams])
-    uniforms = np.concatenate([g.random((per_expert, max_steps)) for g in streams])
+    seeds = pick(np.stack([_seeds(g, (per_expert,)) for g in streams]), picks)
+    uniforms = pick(np.stack([g.random((per_expert, max_steps)) for g in streams]), picks)
+    per_expert = seeds.shape[1]
+    uniforms = uniforms.reshape(-1, max_steps)
 
     def act(observations: np.ndarray, episodes: np.ndarray, t: int) -> np.ndarray:
         greedy = experts.actions_of(observations, episodes // per_expert)
