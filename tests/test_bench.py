@@ -38,3 +38,10 @@ def test_scaling_benchmark_reports_its_slope_and_goal(capsys):
     out = capsys.readouterr().out
     assert "log-log slope" in out and "goal <= 1.2" in out
     assert 0.5 < report["slope"] < 2.5 and len(report["times_s"]) == 2
+
+
+def test_overhead_benchmark_reports_an_upper_goal(capsys):
+    (report,) = run_benchmarks(["dp-sgd-overhead"], quick=True)
+    out = capsys.readouterr().out
+    assert "goal <= 1.6" in out and report["speedup"] > 0
+    assert BENCHMARKS["dp-sgd-overhead"].at_most and not BENCHMARKS["dp-sgd-step"].at_most

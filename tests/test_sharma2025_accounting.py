@@ -1,0 +1,133 @@
+import numpy as np
+import pytest
+from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy.stats import binom
+
+from dprl.accounting import calibrate_subsampled_gaussian
+from dprl.sharma2025.accounting import (TABLE3, dp_steps_upper_bound, dp_sgd_epsilon,
+                                        noise_for_budget, reading_budgets, selective_epsilon,
+                                        steps_for_budget, table3_budgets)
+from dprl.sharma2025.release import appendix_b3_split
+
+M = 3000
+
+
+@pytest.mark.parametrize("s, q, steps", [(1.0, 0.01, 1000), (10.0, 256 / M, 25_000),
+                                         (20.0, 0.8 * 128 / M, 20_000)])
+def test_pld_is_tighter_than_rdp_and_rdp_matches_dp_accounting(s, q, steps):
+    delta = 1 / M
+    pld, rdp = dp_sgd_epsilon(s, q, steps, delta), dp_sgd_epsilon(s, q, steps, delta, "rdp")
+    accountant = rdp_privacy_accountant.RdpAccountant()
+    accountant.compose(SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(s)), steps))
+    assert 0 < pld <= rdp and rdp == pytest.approx(accountant.get_epsilon(delta), rel=0.02)
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_noise_calibration_round_trip(accountant):
+    s = noise_for_budget(1.0, 1e-5, 0.05, 100, accountant, rtol=1e-3)
+    assert dp_sgd_epsilon(s, 0.05, 100, 1e-5, accountant) <= 1.0
+    assert dp_sgd_epsilon(s / 1.001, 0.05, 100, 1e-5, accountant) > 1.0
+    if accountant == "rdp":
+        assert s == pytest.approx(calibrate_subsampled_gaussian(1.0, 1e-5, 0.05, 100), rel=2e-3)
+    else:
+        assert s < noise_for_budget(1.0, 1e-5, 0.05, 100, "rdp", rtol=1e-3)
+
+
+def test_steps_for_budget_is_the_largest_affordable_and_monotone():
+    n = steps_for_budget(1.0, 1e-5, 2.0, 0.05, "rdp")
+    assert dp_sgd_epsilon(2.0, 0.05, n, 1e-5, "rdp") <= 1.0 < dp_sgd_epsilon(2.0, 0.05, n + 1,
+                                                                             1e-5, "rdp")
+    exact = steps_for_budget(1.0, 1e-5, 2.0, 0.05, "pld", rtol=0.0)
+    assert dp_sgd_epsilon(2.0, 0.05, exact, 1e-5) <= 1.0 < dp_sgd_epsilon(2.0, 0.05, exact + 1,
+                                                                          1e-5)
+    assert exact > n  # PLD affords more steps than RDP
+    rough = steps_for_budget(1.0, 1e-5, 2.0, 0.05, "pld", rtol=0.05)
+    assert exact / 1.06 <= rough <= exact
+    base = steps_for_budget(1.0, 1e-5, 2.0, 0.01, "rdp")
+    for more_eps, more_delta, more_noise, less_rate in [(1.5, 1e-5, 2.0, 0.01),
+                                                        (1.0, 1e-4, 2.0, 0.01),
+                                                        (1.0, 1e-5, 2.5, 0.01),
+                                                        (1.0, 1e-5, 2.0, 0.008)]:
+        assert steps_for_budget(more_eps, more_delta, more_noise, less_rate, "rdp") > base
+    assert steps_for_budget(0.01, 1e-5, 0.5, 1.0, "rdp") == 0  # not even one step fits
+
+
+def test_hiv_and_cartpole_training_lengths_of_the_notes():
+    # HIV, eps = 5, CQL: eps2 = 5, delta2 = 1/3000, s = 10, q = 256/3000 -> about 2.5e4 steps
+    assert dp_sgd_epsilon(10.0, 256 / M, 24_700, 1 / M) <= 5.0 < dp_sgd_epsilon(10.0, 256 / M,
+                                                                                24_900, 1 / M)
+    # CartPole, eps = 10, CQL: eps2 = 2.5, delta2 = 1/30000, s = 80, q = 0.8 * 128 / 3000:
+    # 2.3e6 steps fit under PLD (one evaluation, ~4 s) but not under RDP
+    assert dp_sgd_epsilon(80.0, 0.8 * 128 / M, 2_300_000, 1 / (10 * M)) <= 2.5 \
+        < dp_sgd_epsilon(80.0, 0.8 * 128 / M, 2_300_000, 1 / (10 * M), "rdp")
+
+
+def test_table3_training_lengths_under_rdp():
+    table = table3_budgets(accountant="rdp")
+    assert len(table) == 16 == len(TABLE3) and all(row["p"] > 0 for row in table)
+    print("\nTable 3 DP-SGD configurations (m = 3000): steps to spend eps2 at q = p b / m, RDP")
+    for row in table:
+        print(f"  {row['env']:<11} eps {row['eps']:<4} {row['algorithm']}: b {row['batch_size']}"
+              f", p {row['p']}, s {row['noise_multiplier']:g}, eps2 {row['eps2']:.4g}, delta2 "
+              f"{row['delta2']:.4g}, q {row['sampling_rate']:.4g}: {row['steps']:.4g} steps")
+    steps = {(r["env"], r["eps"], r["algorithm"]): r["steps"] for r in table}
+    assert min(steps.values()) == steps["HIV", 5.0, "CQL"]
+    assert max(steps.values()) == steps["CartPole", 10.0, "CQL"]
+    assert 2.0e4 < steps["HIV", 5.0, "CQL"] < 2.2e4
+    assert 1.9e6 < steps["CartPole", 10.0, "CQL"] < 2.1e6
+    (cartpole,) = [r for r in table if (r["env"], r["eps"], r["algorithm"]) == ("CartPole", 10.0,
+                                                                                 "CQL")]
+    assert (cartpole["eps2"], cartpole["delta2"]) == (2.5, pytest.approx(1 / (10 * M)))
+
+
+def test_selective_epsilon_readings():
+    s, b, p, n, delta = 20.0, 128, 0.5, 5000, 1e-5
+    paper = selective_epsilon(s, b, M, p, n, delta, "paper", accountant="rdp")
+    assert paper == dp_sgd_epsilon(s, p * b / M, n, delta, "rdp")
+    k = 2500
+    visible = selective_epsilon(s, b, M, p, n, delta, "visible_coins", dp_steps=k, accountant="rdp")
+    assert visible == dp_sgd_epsilon(s, b / M, k, delta, "rdp")
+    assert visible > 1.3 * paper  # the paper's reading understates the cost of the expected run
+    assert selective_epsilon(s, b, M, p, n, delta, "visible_coins", dp_steps=0) == 0.0
+    with pytest.raises(ValueError, match="dp_steps is required"):
+        selective_epsilon(s, b, M, p, n, delta, "visible_coins")
+    with pytest.raises(ValueError, match="dp_steps must be <="):
+        selective_epsilon(s, b, M, p, n, delta, "visible_coins", dp_steps=n + 1)
+    with pytest.raises(ValueError, match="reading"):
+        selective_epsilon(s, b, M, p, n, delta, "hidden")
+    with pytest.raises(ValueError, match="batch_size must be <="):
+        selective_epsilon(s, M + 1, M, p, n, delta)
+    k_max = dp_steps_upper_bound(10_000, 0.8, 1e-6)
+    assert binom.sf(k_max, 10_000, 0.8) <= 1e-6 < binom.sf(k_max - 1, 10_000, 0.8)
+
+
+def test_the_paper_reading_allows_about_one_over_p_times_the_steps():
+    print("\nSteps allowed under the paper's q = p b / m vs the visible-coins q = b / m (RDP):")
+    for row in TABLE3:
+        if row.p == 1.0:
+            continue
+        split = appendix_b3_split(row.env, row.eps, M)
+        budgets = reading_budgets(split.eps2, split.delta2, row.noise_multiplier,
+                                  row.batch_size, M, row.p, "rdp")
+        print(f"  {row.env:<11} eps {row.eps:<4} {row.algorithm} p {row.p}: paper "
+              f"{budgets.paper_steps:.4g}, visible {budgets.visible_dp_steps:.4g} DP steps, "
+              f"ratio {budgets.ratio:.4g} (1/p = {1 / row.p:.4g})")
+        assert budgets.ratio == pytest.approx(1 / row.p, rel=2e-3)
+    # under PLD too, at a smaller budget (HIV-like rate, p = 0.5)
+    budgets = reading_budgets(1.0, 1e-5, 10.0, 256, M, 0.5, "pld", rtol=1e-3)
+    assert budgets.ratio == pytest.approx(2.0, rel=0.01)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="accountant"):
+        dp_sgd_epsilon(1.0, 0.1, 10, 1e-5, "moments")
+    with pytest.raises(ValueError, match="eps"):
+        steps_for_budget(0.0, 1e-5, 1.0, 0.1)
+    with pytest.raises(ValueError, match="delta"):
+        noise_for_budget(1.0, 1.0, 0.1, 10)
+    with pytest.raises(ValueError, match="sampling_rate"):
+        steps_for_budget(1.0, 1e-5, 1.0, 0.0)
+    with pytest.raises(ValueError, match="tail"):
+        dp_steps_upper_bound(10, 0.5, 0.0)
+    assert np.isfinite(dp_sgd_epsilon(1.0, 1.0, 1, 1e-5))
