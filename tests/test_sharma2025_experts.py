@@ -90,7 +90,8 @@ def test_episode_returns_match_gymnasium_for_an_always_right_policy():
 def test_cem_is_deterministic_keeps_the_best_and_learns():
     grid = variant_grid("CartPole")
     settings = {name: values[[0, 555]] for name, values in grid.items()}
-    cem = CEMSettings(iterations=6, population=12, elite=3, runs=3, keep=2, eval_episodes=3)
+    cem = CEMSettings(iterations=6, population=12, elite=3, episodes=2, runs=3, keep=2,
+                      eval_episodes=3)
     first = train_experts(CartPoleVariants, 4, 2, settings, trial_generators(5, 2), cem,
                           DEFAULTS["CartPole"])
     again = train_experts(CartPoleVariants, 4, 2, settings, trial_generators(5, 2), cem,

@@ -99,10 +99,8 @@ def _classic(env: str, root_seed: int, cem: CEMSettings) -> Experiment:
         run_trials=classic_experts_trials))
 
 
-CARTPOLE_EXPERTS = _classic("CartPole", 2025, CEMSettings(iterations=12, population=16, elite=4,
-                                                         episodes=1))
-ACROBOT_EXPERTS = _classic("Acrobot", 2026, CEMSettings(iterations=12, population=16, elite=4,
-                                                       episodes=1))
+CARTPOLE_EXPERTS = _classic("CartPole", 2025, CEMSettings())
+ACROBOT_EXPERTS = _classic("Acrobot", 2026, CEMSettings())
 
 
 @lru_cache(maxsize=4)

@@ -40,15 +40,16 @@ _BUDGETS, _CANDIDATES, _STARTS, _EVALUATION = 0, 1, 2, 3  # named streams of a s
 
 @dataclass(frozen=True, kw_only=True)
 class CEMSettings:
-    """The cross-entropy method's settings (module docstring)."""
+    """The cross-entropy method's settings (module docstring); the defaults are the book's
+    paper-scale experts."""
 
     n_hidden: int = 16
     runs: int = 4
     keep: int = 3
-    iterations: int = 30
-    population: int = 24
-    elite: int = 6
-    episodes: int = 2
+    iterations: int = 12
+    population: int = 16
+    elite: int = 4
+    episodes: int = 1
     horizon: int = 200
     init_std: float = 1.0
     extra_std: float = 0.2

@@ -70,12 +70,12 @@ class Demonstrations:
         matrix PrefixQuery's count sums over (Alg. 1, App. B.1 experts), evaluated lazily
         column block by column block."""
         observations, actions = self.trajectory(t)
-        return LazyLogProbs(self.experts.select(self.members), observations[:-1], actions,
-                            self.p_min)
+        return LazyLogProbs(self._population, observations[:-1], actions, self.p_min)
 
     def __post_init__(self) -> None:
         require_int("per_expert", self.per_expert)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_population", self.experts.select(self.members))
 
 
 @dataclass(frozen=True, eq=False)
