@@ -9,3 +9,4 @@ import dprl.experiments.hiv  # noqa: F401
 import dprl.experiments.wang2019  # noqa: F401
 import dprl.experiments.sharma2025  # noqa: F401
 import dprl.experiments.sharma2025_release  # noqa: F401
+import dprl.experiments.sharma2025_training  # noqa: F401

@@ -81,6 +81,16 @@ TABLE3: tuple[Table3Row, ...] = tuple(Table3Row(*row) for row in [
 ])
 
 
+#: Table 3's 8 configurations with ``p = 0`` (no DP-SGD, no noise multiplier): Acrobot, and
+#: HIV's CQL at eps 7.5 and 10.
+TABLE3_NO_DP: tuple[Table3Row, ...] = tuple(Table3Row(*row, 0.0, math.nan) for row in [
+    ("Acrobot", 5.0, "CQL", 0.001, 128), ("Acrobot", 5.0, "BCQ", 0.01, 256),
+    ("Acrobot", 7.5, "CQL", 0.001, 128), ("Acrobot", 7.5, "BCQ", 0.01, 256),
+    ("Acrobot", 10.0, "CQL", 0.0005, 128), ("Acrobot", 10.0, "BCQ", 0.01, 256),
+    ("HIV", 7.5, "CQL", 0.0001, 64), ("HIV", 10.0, "CQL", 0.0001, 64),
+])
+
+
 def _require_accountant(accountant: str) -> str:
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")

@@ -534,9 +534,17 @@ def default_returns(experts: HIVExperts, mdp: HIVTreatmentMDP) -> np.ndarray:
     the system being deterministic): the returns of Sharma et al. (2025), Fig. 2 (right,
     shown divided by 1e6)."""
     _check_experts(experts, mdp)
-    m = experts.n_experts
-    states, actions = _simulate(mdp, lambda t, obs: experts.greedy_actions(obs[:, None])[:, 0], m)
-    return mdp.rewards(states[:, 1:].reshape(-1, 6), actions.ravel()).reshape(m, -1).sum(axis=1)
+    return policy_returns(mdp, lambda t, obs: experts.greedy_actions(obs[:, None])[:, 0],
+                          experts.n_experts)
+
+
+def policy_returns(mdp: HIVTreatmentMDP, choose: Callable[[int, np.ndarray], np.ndarray],
+                   n: int) -> np.ndarray:
+    """Undiscounted returns ``(n,)`` of ``n`` patients of ``mdp`` treated by
+    ``choose(t, log10 observations (n, 6))`` -> actions ``(n,)``, all integrated at once."""
+    n = require_int("n", n)
+    states, actions = _simulate(mdp, choose, n)
+    return mdp.rewards(states[:, 1:].reshape(-1, 6), actions.ravel()).reshape(n, -1).sum(axis=1)
 
 
 def record_trajectories(experts: HIVExperts, mdp: HIVTreatmentMDP, n_trajectories: int,

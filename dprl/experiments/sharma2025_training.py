@@ -1,0 +1,327 @@
+"""Sharma et al. (2025, Sec. 6): the training runs behind Figs. 3-4 and Tables 1-2.
+
+Trial ``i`` of ``sharma2025-<env>-training`` is the run ``config.runs[i]`` (:class:`Run`):
+non-private CQL/BCQ on all of ``D^Pi``, the expert-level DP-SGD baseline at the whole
+``(eps, delta = 1/m)``, or selective DP-SGD ("ours") at Table 3's ``p`` with App. B.3's
+budget split, its ``D_stable`` being the stable prefixes of release trial ``seed`` of the
+matching cell of ``sharma2025-<env>-release``. Every run draws from its trial's streams
+only (:func:`dprl.sharma2025.training.run_streams`), so any run recomputes alone.
+
+The data are the first ``m`` members of the release's public permutation, all ``N = 20``
+trajectories each (:mod:`dprl.sharma2025.training_data`), cached under ``data/cache``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from dprl.determinism import deterministic_torch
+from dprl.experiments.registry import Experiment, TrialConfig, get, register
+from dprl.experiments.runner import load_or_run, result_paths
+from dprl.experiments.sharma2025_release import members, population
+from dprl.paths import REPO_ROOT
+from dprl.seeding import trial_index
+from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
+from dprl.sharma2025.dp_sgd import DPSGDConfig
+from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
+from dprl.sharma2025.release import appendix_b3_split
+from dprl.sharma2025.training import (Schedule, calibrated_noise, draw_coins, make_learner,
+                                      random_policy_returns, run_streams, train)
+from dprl.sharma2025.training_data import (TrainingData, cached_training_data,
+                                           record_training_data, split_by_release)
+from dprl.validation import require_probability
+
+CACHE_DIR = REPO_ROOT / "data" / "cache"
+
+METHODS = ("nonprivate", "dpsgd", "ours")
+
+#: Budget splits of "ours": App. B.3's (HIV: also Sec. 6's), or ``eps1 = 3 eps / 4`` at any
+#: eps (Table 2's ablation; ``p = 1``, so its ``D_stable`` is never used).
+SPLITS = ("appendix_b3", "section6", "three_quarters")
+
+#: HIV rewards (up to ~1e8 per step) are trained on in units of 1e6 (Fig. 2's unit).
+REWARD_SCALES = {"CartPole": 1.0, "Acrobot": 1.0, "LunarLander": 1.0, "HIV": 1e-6}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One training run: ``algorithm`` (CQL/BCQ), ``method`` (:data:`METHODS`), total
+    ``eps`` (0 for non-private), ``split`` of ours (:data:`SPLITS`), Alg. 3's ``p``, the
+    learning rate and batch size, the accounting ``reading`` of ours, the number of experts
+    ``m`` and the replicate ``seed`` (ours: the release trial it trains on)."""
+
+    algorithm: str
+    method: str
+    learning_rate: float
+    batch_size: int
+    eps: float = 0.0
+    split: str = "appendix_b3"
+    p: float = 1.0
+    reading: str = "paper"
+    m: int = 3000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        require_probability("p", self.p)
+        if self.method == "ours" and self.split == "three_quarters" and self.p != 1:
+            raise ValueError("the three_quarters split is run with p = 1 only")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingConfig(TrialConfig):
+    """The environment, its runs (one per trial), the step cap and the evaluation; the
+    population, data and releases are those of ``sharma2025-<env>-release`` at
+    ``release_scale``; noise is calibrated by ``accountant`` (PLD, Sec. 6's; the smoke scale
+    uses RDP, fast where PLD's discretisation is slow: large rates, little noise)."""
+
+    env: str
+    runs: tuple[Run, ...]
+    steps: int
+    release_scale: str = "paper"
+    accountant: str = "pld"
+    target_every: int = 100
+    checkpoints: int = 5
+    eval_episodes: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_trials != len(self.runs):
+            raise ValueError(f"n_trials must equal the {len(self.runs)} runs")
+        if self.accountant not in ACCOUNTANTS:
+            raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
+
+    @property
+    def schedule(self) -> Schedule:
+        return Schedule(self.steps, self.target_every, self.checkpoints, self.eval_episodes)
+
+
+def _release_id(env: str) -> str:
+    return f"sharma2025-{env.lower()}-release"
+
+
+@lru_cache(maxsize=2)
+def training_data(env: str, release_scale: str, m: int) -> TrainingData:
+    """All trajectories of the first ``m`` members of ``env``'s release data (cached)."""
+    config = get(_release_id(env)).config(release_scale)
+    experts, recorder = population(config)
+    chosen = members(experts.n_experts, m, config.data_seed)
+    experts_sidecar = result_paths(f"sharma2025-{env.lower()}-experts", "paper")[1]
+    key = {"env": env, "scale": release_scale, "m": m, "data_seed": config.data_seed,
+           "per_expert": config.per_expert, "horizon": config.horizon, "p_min": config.p_min,
+           "reward_scale": REWARD_SCALES[env], "experts": (
+               json.loads(experts_sidecar.read_text())["sha256"]
+               if release_scale == "paper" else config.experts_scale)}
+    path = CACHE_DIR / f"sharma2025-{env.lower()}-{release_scale}-m{m}.npz"
+    return cached_training_data(path, key, lambda: record_training_data(
+        experts, chosen, config.per_expert, recorder, REWARD_SCALES[env]))
+
+
+def run_budget(env: str, run: Run, release_scale: str = "paper"
+               ) -> tuple[float, float, int | None]:
+    """``(eps2, delta2, release cell)`` of a private run: the baseline spends all of
+    ``(eps, 1/m)``; ours App. B.3's split (or the ablation's 3/4), with the index of the
+    release cell its ``D_stable`` comes from (None: no release, eps1 = 0 or not used)."""
+    delta = 1 / run.m
+    if run.method == "dpsgd":
+        return run.eps, delta, None
+    if run.split == "three_quarters":
+        return run.eps / 4, delta / 10, None
+    split = appendix_b3_split(env, run.eps, run.m, run.split)
+    if split.n_queries is None:
+        return split.eps2, split.delta2, None
+    cells = [tuple(cell) for cell in get(_release_id(env)).config(release_scale).cells]
+    return split.eps2, split.delta2, cells.index((run.eps, run.m, run.split))
+
+
+def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
+              release_scale: str) -> tuple[Transitions, ExpertTransitions]:
+    """``(D_stable, D_unst)`` of the run (non-private: everything is stable)."""
+    if run.method == "nonprivate":
+        return data.pool.transitions, data.pool
+    if cell is None:
+        return data.pool.transitions.take(np.zeros(0, dtype=np.int64)), data.pool
+    release = load_or_run(_release_id(env), release_scale)
+    rows = release["queried_expert"][run.seed, cell] >= 0
+    return split_by_release(data, *(release[name][run.seed, cell][rows] for name in
+                                    ("queried_expert", "queried_trajectory", "prefix_length")))
+
+
+def training_trials(config: TrainingConfig,
+                    rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Each trial's run (module docstring): the greedy policy's returns at every checkpoint,
+    the random policy's on the same episodes, the noise multiplier used, the step counts,
+    the sizes of ``D_stable`` and ``D_unst``, and the eps2 the run really spends with the
+    coins visible."""
+    deterministic_torch(1)
+    out: dict[str, list] = {name: [] for name in (
+        "returns", "random_returns", "noise_multiplier", "dp_steps", "stable_steps",
+        "skipped_steps", "n_stable", "n_unstable", "eps2", "eps2_visible")}
+    for rng in rngs:
+        run = config.runs[trial_index(rng)]
+        data = training_data(config.env, config.release_scale,
+                             max(r.m for r in config.runs)).first(run.m)
+        generator, coin_rng, eval_rng, action_rng = run_streams(rng)
+        if run.method == "nonprivate":
+            eps2, delta2, cell, p = np.nan, np.nan, None, 0.0
+        else:
+            eps2, delta2, cell = run_budget(config.env, run, config.release_scale)
+            p = run.p if run.method == "ours" else 1.0
+        stable, unstable = _datasets(config.env, run, data, cell, config.release_scale)
+        coins = draw_coins(config.steps, p, coin_rng)
+        dp_steps = int(coins.sum())
+        s = (calibrated_noise(eps2, delta2, run.batch_size, run.m, p, config.steps, dp_steps,
+                              run.reading, config.accountant) if dp_steps else np.nan)
+        outcome = train(make_learner(config.env, run.algorithm, generator), stable, unstable,
+                        coins, DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s),
+                        run.learning_rate, config.schedule, config.env, generator, eval_rng)
+        visible = (selective_epsilon(s, run.batch_size, run.m, p, config.steps, delta2,
+                                     "visible_coins", dp_steps, config.accountant) if dp_steps else 0.0)
+        values = (outcome.returns, random_policy_returns(config.env, config.eval_episodes,
+                                                          eval_rng, action_rng),
+                  s, outcome.dp_steps, outcome.stable_steps, outcome.skipped_steps,
+                  len(stable), len(unstable.transitions), eps2, visible)
+        for name, value in zip(out, values):
+            out[name].append(value)
+    return {name: np.asarray(values) for name, values in out.items()}
+
+
+# --- the runs -----------------------------------------------------------------------------
+
+SEEDS = (0, 1, 2)
+EPSILONS = (5.0, 7.5, 10.0)
+#: Table 1's sweep of p (App. B.3's grid and p = 1).
+P_GRID = (0.0, 0.5, 0.8, 0.9, 1.0)
+
+
+def table3_row(env: str, eps: float, algorithm: str):
+    """Table 3's row of ``(env, eps, algorithm)`` (p = 0 rows included)."""
+    for row in TABLE3 + TABLE3_NO_DP:
+        if (row.env, row.eps, row.algorithm) == (env, eps, algorithm):
+            return row
+    raise ValueError(f"Table 3 has no row {(env, eps, algorithm)}")
+
+
+def _ours_split(env: str, p: float) -> str:
+    """HIV's p = 0 rows follow Sec. 6 (eps1 = eps), its p > 0 rows App. B.3."""
+    return "section6" if env == "HIV" and p == 0 else "appendix_b3"
+
+
+def _same_as_baseline(env: str, eps: float, p: float) -> bool:
+    """Ours is the baseline itself where eps1 = 0 and p = 1 (eps = 5 but for Acrobot)."""
+    return p == 1 and appendix_b3_split(env, eps).n_queries is None
+
+
+def figure3_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """Fig. 3 at m = 3000: per algorithm the non-private run (Table 3's eps = 10 learning
+    rate and batch), and per eps the baseline, ours at Table 3's p (unless it is the
+    baseline) and, where 0 < p < 1, ours calibrated with the coins visible."""
+    runs = []
+    for algorithm in ("CQL", "BCQ"):
+        top = table3_row(env, 10.0, algorithm)
+        runs += [Run(algorithm, "nonprivate", top.learning_rate, top.batch_size, seed=s)
+                 for s in seeds]
+        for eps in EPSILONS:
+            row = table3_row(env, eps, algorithm)
+            common = dict(learning_rate=row.learning_rate, batch_size=row.batch_size, eps=eps)
+            runs += [Run(algorithm, "dpsgd", seed=s, **common) for s in seeds]
+            if _same_as_baseline(env, eps, row.p):
+                continue
+            split = _ours_split(env, row.p)
+            runs += [Run(algorithm, "ours", split=split, p=row.p, seed=s, **common)
+                     for s in seeds]
+            if 0 < row.p < 1:
+                runs += [Run(algorithm, "ours", split=split, p=row.p, reading="visible_coins",
+                             seed=s, **common) for s in seeds]
+    return runs
+
+
+def p_sweep_runs(env: str, seeds: Sequence[int] = (0,)) -> list[Run]:
+    """Table 1's sweep: ours at every p of :data:`P_GRID` other than Table 3's, where the
+    split leaves budget for DP-SGD and a release (eps = 7.5, 10; not Acrobot, whose
+    eps2 = 0), Table 3's learning rate and batch."""
+    runs = []
+    for algorithm in ("CQL", "BCQ"):
+        for eps in (7.5, 10.0):
+            row = table3_row(env, eps, algorithm)
+            split = appendix_b3_split(env, eps)
+            if split.eps2 == 0:
+                continue
+            runs += [Run(algorithm, "ours", row.learning_rate, row.batch_size, eps=eps, p=p,
+                         seed=s) for p in P_GRID if p != row.p for s in seeds]
+    return runs
+
+
+def split_ablation_runs(env: str, epsilons: Sequence[float],
+                        seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """Table 2's eps1 allocation with BCQ at Table 3's eps = 5 learning rate and batch:
+    eps1 = 3 eps / 4 (p = 1) against eps1 = 0 (the baseline), where not already in Fig. 3."""
+    row = table3_row(env, 5.0, "BCQ")
+    runs = []
+    for eps in epsilons:
+        common = dict(learning_rate=row.learning_rate, batch_size=row.batch_size, eps=eps)
+        runs += [Run("BCQ", "ours", split="three_quarters", p=1.0, seed=s, **common)
+                 for s in seeds]
+        if eps not in EPSILONS:
+            runs += [Run("BCQ", "dpsgd", seed=s, **common) for s in seeds]
+    return runs
+
+
+def figure4_runs(seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """Fig. 4: Acrobot, CQL, eps = 10 at m = 1000 and 2000 (m = 3000 is Fig. 3's):
+    non-private, the baseline and ours (Table 3's p = 0)."""
+    row = table3_row("Acrobot", 10.0, "CQL")
+    common = dict(learning_rate=row.learning_rate, batch_size=row.batch_size)
+    runs = []
+    for m in (1000, 2000):
+        runs += [Run("CQL", "nonprivate", m=m, seed=s, **common) for s in seeds]
+        runs += [Run("CQL", "dpsgd", eps=10.0, m=m, seed=s, **common) for s in seeds]
+        runs += [Run("CQL", "ours", eps=10.0, p=row.p, m=m, seed=s, **common) for s in seeds]
+    return runs
+
+
+def smoke_runs(env: str) -> tuple[Run, ...]:
+    """Every algorithm and method once, at the smoke release's first cell (eps 10, a few
+    experts); ours with p = 0.5 (Acrobot: 0, its split leaving nothing for DP-SGD)."""
+    eps, m, split = get(_release_id(env)).configs["smoke"].cells[0]
+    p = 0.0 if env == "Acrobot" else 0.5
+    return tuple(Run(algorithm, method, 1e-3, 4, m=m,
+                     **({} if method == "nonprivate" else dict(eps=eps)),
+                     **(dict(p=p, split=split) if method == "ours" else {}))
+                 for algorithm in ("CQL", "BCQ") for method in METHODS)
+
+
+def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int) -> Experiment:
+    runs = tuple(runs)
+    smoke = smoke_runs(env)
+    return register(Experiment(
+        id=f"sharma2025-{env.lower()}-training",
+        title=f"Sharma et al. (2025), Sec. 6: offline RL with and without expert-level DP, {env}",
+        chapter="book/sharma2025/experiments.ipynb",
+        configs={"smoke": TrainingConfig(n_trials=len(smoke), root_seed=root_seed,
+                                         batch_size=1, env=env, runs=smoke, steps=100,
+                                         release_scale="smoke", accountant="rdp",
+                                         checkpoints=2,
+                                         eval_episodes=2),
+                 "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
+                                         batch_size=1, env=env, runs=runs, steps=steps)},
+        run_trials=training_trials))
+
+
+#: Steps per run (the cap of the chapter "experiments").
+STEPS = 5000
+CARTPOLE_TRAINING = _training("CartPole", figure3_runs("CartPole") + p_sweep_runs("CartPole")
+                              + split_ablation_runs("CartPole", (2.5, 5.0)), 53, STEPS)
+ACROBOT_TRAINING = _training("Acrobot", figure3_runs("Acrobot") + figure4_runs()
+                             + split_ablation_runs("Acrobot", (2.5,)), 63, STEPS)
+LUNARLANDER_TRAINING = _training("LunarLander", figure3_runs("LunarLander")
+                                 + p_sweep_runs("LunarLander"), 73, STEPS)
+HIV_TRAINING = _training("HIV", figure3_runs("HIV") + p_sweep_runs("HIV"), 83, STEPS)
