@@ -10,10 +10,17 @@ the processor, not only on the code and the seed:
 - OpenBLAS (bundled with numpy and scipy) picks its kernels by CPU model (Haswell, SkylakeX,
   Zen, ...), and with several threads a reduction may be split differently.
 
+- torch does the same: ATen dispatches its CPU kernels to AVX-512 where it can
+  (``torch.backends.cpu.get_cpu_capability()``), and MKL (torch's BLAS) and oneDNN pick
+  their code paths by CPU; the deep networks of Sharma et al. (2025)'s experiments would
+  train to different bits on different machines.
+
 A last-bit difference is harmless for a mean, but it can flip an accept/reject test of a
 sampler, after which the random stream, and the whole trial, differ. So every dprl process
 pins the dispatch before numpy is loaded: numpy uses at most AVX2 (``X86_V3``), OpenBLAS its
-Haswell (AVX2) kernels, on one thread. Machines with AVX2 and FMA (x86-64-v3: every x86
+Haswell (AVX2) kernels, on one thread; torch's ATen kernels, MKL (its conditional numerical
+reproducibility mode, ``MKL_CBWR``) and oneDNN are capped at AVX2 too (some 30% slower for
+the book's small networks than AVX-512, measured on 2 cores). Machines with AVX2 and FMA (x86-64-v3: every x86
 server since 2013-2015) then compute the same bits. Elsewhere (older x86, ARM) results are
 correct but may differ in the last bits from the committed ones.
 
@@ -51,7 +58,8 @@ def settings() -> dict[str, str]:
     OpenBLAS thread everywhere."""
     values = {"OPENBLAS_NUM_THREADS": "1"}
     if platform.machine().lower() in ("x86_64", "amd64") and {"avx2", "fma"} <= _cpu_flags():
-        values.update(NPY_DISABLE_CPU_FEATURES=_ABOVE_AVX2, OPENBLAS_CORETYPE="Haswell")
+        values.update(NPY_DISABLE_CPU_FEATURES=_ABOVE_AVX2, OPENBLAS_CORETYPE="Haswell",
+                      ATEN_CPU_CAPABILITY="avx2", MKL_CBWR="AVX2", ONEDNN_MAX_CPU_ISA="AVX2")
     return values
 
 
@@ -68,7 +76,7 @@ def pin() -> list[str]:
 
 def problems() -> list[str]:
     """What keeps this process from the pinned configuration (empty when pinned): variables
-    set to other values, or numpy running with AVX-512 dispatch."""
+    set to other values, numpy running with AVX-512 dispatch, or torch's (if loaded)."""
     found = [f"{name}={os.environ.get(name)!r} (reproducible: {value!r})"
              for name, value in settings().items() if os.environ.get(name) != value]
     if "numpy" in sys.modules:
@@ -76,6 +84,11 @@ def problems() -> list[str]:
 
         if any(__cpu_features__.get(name) for name in _ABOVE_AVX2.split(",")):
             found.append("numpy dispatches to AVX-512")
+    if "torch" in sys.modules and "ATEN_CPU_CAPABILITY" in settings():
+        import torch
+
+        if torch.backends.cpu.get_cpu_capability() != "AVX2":
+            found.append(f"torch dispatches to {torch.backends.cpu.get_cpu_capability()}")
     return found
 
 
