@@ -26,7 +26,23 @@ COLOURS = {
     "TD(0)": "#8c564b", "Monte Carlo": "#e377c2",
     "dprl RDP": "#1f77b4", "dp-accounting RDP": "#ff7f0e",
     "dp-accounting PLD": "#2ca02c", "moments accountant": "#d62728",
+    "ours (selective DP-SGD)": "#d62728", "ours, visible coins": "#d62728",
+    "DP-SGD (expert-level)": "#1f77b4", "random policy": "#7f7f7f",
 }
+
+#: Marker and line style of the methods that have them; variants of a method keep its colour
+#: and change these.
+MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
+           "DP-SGD (expert-level)": "s", "non-private": "^"}
+LINESTYLES = {"ours, visible coins": "--", "random policy": ":"}
+
+
+def style(label: str) -> dict[str, str]:
+    """Matplotlib keywords of a method (:data:`COLOURS`, :data:`MARKERS`,
+    :data:`LINESTYLES`), keyed by its label, with the label itself."""
+    keywords = {"label": label, "color": COLOURS.get(label), "marker": MARKERS.get(label),
+                "linestyle": LINESTYLES.get(label, "-")}
+    return {name: value for name, value in keywords.items() if value is not None}
 
 STYLE = {
     "figure.figsize": (6.4, 4.0),

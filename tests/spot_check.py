@@ -21,7 +21,9 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"), "xie2019_chain": ("xie2019-c
             "sharma2025_experts": tuple(f"sharma2025-{env}-experts"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
-                                        for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
+                                        for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
+            "sharma2025_training": tuple(f"sharma2025-{env}-training"
+                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
 
 
 def experiment_id(sidecar) -> str:
@@ -33,14 +35,15 @@ def family_results(family: str) -> list:
     return [p for p in COMMITTED if experiment_id(p).startswith(FAMILIES[family])]
 
 
-def check_random_trials(sidecar) -> None:
-    """Two random trials of the committed result recomputed alone must match it exactly."""
+def check_random_trials(sidecar, count: int = 2) -> None:
+    """``count`` random trials of the committed result recomputed alone must match it
+    exactly."""
     experiment = experiment_id(sidecar)
     assert status(experiment) == "current", (
         f"{experiment}: committed result is stale; rerun python -m dprl run {experiment} "
         "--scale paper")
     n_trials = load(experiment).provenance["n_trials"]
     rng = np.random.default_rng([SPOT_SEED, len(experiment)])
-    indices = sorted(rng.choice(n_trials, size=min(2, n_trials), replace=False).tolist())
+    indices = sorted(rng.choice(n_trials, size=min(count, n_trials), replace=False).tolist())
     assert mismatched_trials(experiment, indices) == [], (
         f"trials {indices} (DPRL_SPOT_SEED={SPOT_SEED})")

@@ -13,10 +13,18 @@ def listing(scales: tuple[str, ...] = SCALES) -> str:
     for experiment in all_experiments():
         lines += [f"{experiment.id}: {experiment.title}", f"  chapter: {experiment.chapter}"]
         for scale in scales:
-            settings = ", ".join(f"{key}={value}" for key, value in
+            settings = ", ".join(f"{key}={_short(value)}" for key, value in
                                  config_to_dict(experiment.config(scale)).items())
             lines.append(f"  {scale:5s} [{status(experiment.id, scale)}] {settings}")
     return "\n".join(lines)
+
+
+def _short(value: object) -> str:
+    """A setting as printed: a list of records (a training experiment's runs) by its length
+    only (the sidecar holds them in full)."""
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return f"[{len(value)} runs]"
+    return str(value)
 
 
 def provenance_summary() -> str:

@@ -210,7 +210,7 @@ def table3_row(env: str, eps: float, algorithm: str):
     raise ValueError(f"Table 3 has no row {(env, eps, algorithm)}")
 
 
-def _ours_split(env: str, p: float) -> str:
+def ours_split(env: str, p: float) -> str:
     """HIV's p = 0 rows follow Sec. 6 (eps1 = eps), its p > 0 rows App. B.3."""
     return "section6" if env == "HIV" and p == 0 else "appendix_b3"
 
@@ -235,7 +235,7 @@ def figure3_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
             runs += [Run(algorithm, "dpsgd", seed=s, **common) for s in seeds]
             if _same_as_baseline(env, eps, row.p):
                 continue
-            split = _ours_split(env, row.p)
+            split = ours_split(env, row.p)
             runs += [Run(algorithm, "ours", split=split, p=row.p, seed=s, **common)
                      for s in seeds]
             if 0 < row.p < 1:

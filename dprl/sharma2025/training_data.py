@@ -133,7 +133,7 @@ def cached_training_data(path: Path, key: dict[str, object],
                 return _from_arrays(stored)
     data = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.stem + ".tmp.npz")
+    temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # workers may race
     np.savez(temporary, key=np.array(digest), **_to_arrays(data))
     os.replace(temporary, path)
     return data

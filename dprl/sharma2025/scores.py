@@ -1,0 +1,115 @@
+"""Scoring training runs as Sharma et al. (2025, Sec. 6, Fig. 3) do: the return at the end of
+training, normalised between the random policy (0) and the optimal one (1), as a fraction of
+the non-private baseline's.
+
+Fig. 3's double normalisation cancels the optimal return: with ``R`` a run's return,
+``R_0`` the random policy's and ``R_np`` the non-private baseline's,
+``((R - R_0) / (R* - R_0)) / ((R_np - R_0) / (R* - R_0)) = (R - R_0) / (R_np - R_0)``
+whatever ``R*`` is, so the paper's missing definition of "optimal" for LunarLander and HIV
+does not matter here. ``R`` is the mean over the evaluation episodes at the last checkpoint
+(Sec. 6: "averaged over 10 evaluation runs at the end of training"), ``R_0`` the random
+policy's mean over every run of the environment (each run evaluates it on its own episodes),
+``R_np`` the mean of the non-private runs of the same algorithm and ``m``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A run (its config fields as ``spec``) with its final return ``final``, checkpoint
+    means ``curve``, normalised ``score`` and the arrays of its trial (``values``)."""
+
+    spec: Mapping[str, object]
+    final: float
+    curve: np.ndarray
+    score: float
+    values: Mapping[str, object]
+
+    def __getitem__(self, name: str) -> object:
+        return self.spec[name] if name in self.spec else self.values[name]
+
+
+def score_runs(runs: Sequence[object], arrays: Mapping[str, np.ndarray]) -> list[Scored]:
+    """Score every run (dataclasses, or dicts of their fields, in trial order) of a training
+    result whose ``arrays`` hold ``returns`` ``(trials, checkpoints, episodes)`` and
+    ``random_returns`` ``(trials, episodes)`` (module docstring)."""
+    specs = [run if isinstance(run, Mapping) else {f.name: getattr(run, f.name)
+                                                   for f in fields(run)} for run in runs]
+    returns = np.asarray(arrays["returns"], dtype=float)
+    if returns.ndim != 3 or len(returns) != len(specs) or not len(specs):
+        raise ValueError(f"returns must be (trials, checkpoints, episodes) with one trial per "
+                         f"run ({len(specs)}), got {returns.shape}")
+    curves = returns.mean(axis=2)
+    random = float(np.mean(arrays["random_returns"]))
+    baseline: dict[tuple, list[float]] = {}
+    for spec, curve in zip(specs, curves):
+        if spec["method"] == "nonprivate":
+            baseline.setdefault((spec["algorithm"], spec["m"]), []).append(curve[-1])
+    out = []
+    for i, (spec, curve) in enumerate(zip(specs, curves)):
+        reference = np.mean(baseline[(spec["algorithm"], spec["m"])])
+        values = {name: array[i] for name, array in arrays.items()}
+        out.append(Scored(spec, float(curve[-1]), curve,
+                          float((curve[-1] - random) / (reference - random)), values))
+    return out
+
+
+def select(scored: Iterable[Scored], **match: object) -> list[Scored]:
+    """The scored runs whose fields equal ``match``, by seed."""
+    chosen = [s for s in scored if all(s[name] == value for name, value in match.items())]
+    return sorted(chosen, key=lambda s: s["seed"])
+
+
+def scores_of(scored: Iterable[Scored], **match: object) -> np.ndarray:
+    """The normalised scores of the matching runs, by seed."""
+    return np.array([s.score for s in select(scored, **match)])
+
+
+@dataclass(frozen=True)
+class PairedGap:
+    """``ours - baseline`` per seed (paired by seed): mean, standard error, seeds."""
+
+    differences: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return float(self.differences.mean())
+
+    @property
+    def se(self) -> float:
+        n = len(self.differences)
+        return float(self.differences.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+
+    def better(self, margin_se: float = 2.0) -> bool:
+        """Ours better: the mean gap positive and at least ``margin_se`` standard errors."""
+        return self.mean > 0 and self.mean >= margin_se * self.se
+
+
+def paired_gap(ours: Sequence[Scored], baseline: Sequence[Scored]) -> PairedGap:
+    """The per-seed gaps of two equally seeded lists (:func:`select` orders by seed)."""
+    if [s["seed"] for s in ours] != [s["seed"] for s in baseline] or not ours:
+        raise ValueError("ours and baseline must hold the same non-empty seeds")
+    return PairedGap(np.array([a.score - b.score for a, b in zip(ours, baseline)]))
+
+
+#: Table 1 of Sharma et al. (2025): the best p per (env, algorithm) at eps = 5, 7.5, 10.
+PAPER_TABLE1 = {("LunarLander", "CQL"): (1.0, 0.8, 0.8), ("LunarLander", "BCQ"): (1.0, 0.5, 0.5),
+                ("Acrobot", "CQL"): (0.0, 0.0, 0.0), ("Acrobot", "BCQ"): (0.0, 0.0, 0.0),
+                ("CartPole", "CQL"): (1.0, 0.9, 0.8), ("CartPole", "BCQ"): (1.0, 0.5, 0.5),
+                ("HIV", "CQL"): (1.0, 0.0, 0.0), ("HIV", "BCQ"): (1.0, 0.9, 0.9)}
+
+#: Table 2 (top) of Sharma et al. (2025), eps = 10: normalised return per p (None: "inf").
+PAPER_TABLE2_P = {("LunarLander", "CQL"): {0.0: None, 0.8: 0.75, 1.0: 0.67},
+                  ("LunarLander", "BCQ"): {0.0: None, 0.5: 0.57, 1.0: 0.54},
+                  ("CartPole", "CQL"): {0.0: 0.67, 0.8: 1.03, 1.0: 0.92},
+                  ("CartPole", "BCQ"): {0.0: 0.31, 0.5: 0.99, 1.0: 0.67}}
+
+#: Table 2 (bottom): BCQ's normalised return with eps1 = 3 eps / 4 and with eps1 = 0.
+PAPER_TABLE2_SPLIT = {("Acrobot", 2.5): (0.74, 0.95), ("CartPole", 2.5): (0.28, 0.58),
+                      ("CartPole", 5.0): (0.56, 0.60)}

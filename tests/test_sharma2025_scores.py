@@ -1,0 +1,54 @@
+"""Fig. 3's normalisation and the paired comparison of Sharma et al. (2025)'s runs."""
+
+import numpy as np
+import pytest
+
+from dprl.sharma2025.scores import paired_gap, score_runs, scores_of, select
+
+
+def _runs():
+    runs = [dict(algorithm="CQL", method=method, m=3000, seed=seed, eps=10.0)
+            for method in ("nonprivate", "dpsgd", "ours") for seed in (0, 1)]
+    finals = {"nonprivate": (110.0, 130.0), "dpsgd": (30.0, 50.0), "ours": (70.0, 60.0)}
+    returns = np.zeros((6, 2, 3))
+    for i, run in enumerate(runs):
+        returns[i, -1] = finals[run["method"]][run["seed"]]
+        returns[i, 0] = -1.0
+    random = np.full((6, 3), 20.0)
+    random[0] = [10.0, 20.0, 30.0]
+    return runs, {"returns": returns, "random_returns": random, "noise": np.arange(6.0)}
+
+
+def test_scores_are_the_fraction_of_the_non_private_margin_over_the_random_policy():
+    runs, arrays = _runs()
+    scored = score_runs(runs, arrays)
+    # R_0 = 20, R_np = 120: (R - 20) / 100
+    assert np.allclose(scores_of(scored, method="ours"), [0.5, 0.4])
+    assert np.allclose(scores_of(scored, method="dpsgd"), [0.1, 0.3])
+    assert np.allclose(scores_of(scored, method="nonprivate"), [0.9, 1.1])
+    assert select(scored, method="ours", seed=1)[0]["noise"] == 5.0
+    assert np.array_equal(scored[0].curve, [-1.0, 110.0])
+
+
+def test_the_optimal_return_cancels_from_the_double_normalisation():
+    optimal, random, ours, nonprivate = 500.0, 20.0, 70.0, 120.0
+    double = ((ours - random) / (optimal - random)) / ((nonprivate - random) / (optimal - random))
+    runs, arrays = _runs()
+    assert scores_of(score_runs(runs, arrays), method="ours")[0] == pytest.approx(double)
+
+
+def test_paired_gap_pairs_by_seed():
+    runs, arrays = _runs()
+    scored = score_runs(runs, arrays)
+    gap = paired_gap(select(scored, method="ours"), select(scored, method="dpsgd"))
+    assert np.allclose(gap.differences, [0.4, 0.1])
+    assert gap.mean == pytest.approx(0.25) and gap.se == pytest.approx(0.15)
+    assert not gap.better(2.0) and gap.better(1.0)
+    with pytest.raises(ValueError, match="seeds"):
+        paired_gap(select(scored, method="ours"), select(scored, method="dpsgd", seed=0))
+
+
+def test_bad_shapes_are_rejected():
+    runs, arrays = _runs()
+    with pytest.raises(ValueError, match="returns"):
+        score_runs(runs[:3], arrays)

@@ -1,0 +1,199 @@
+"""Sharma et al. (2025) training runs: the data split of Sec. 4, the cache, Alg. 3's loop with
+public coins, the noise calibration under both readings, Sec. 6's evaluation, the run lists."""
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+import torch
+
+from dprl.determinism import deterministic_torch, torch_generator
+from dprl.envs.acrobot import AcrobotVariants
+from dprl.envs.episodes import simulate
+from dprl.envs.lunar_lander import DEFAULT_VARIANT, run_episodes
+from dprl.experiments.registry import get
+from dprl.experiments.sharma2025_release import members, population
+from dprl.experiments import sharma2025_training as st
+from dprl.sharma2025.accounting import dp_sgd_epsilon, selective_epsilon
+from dprl.sharma2025.dp_sgd import DPSGDConfig
+from dprl.sharma2025.evaluation import episode_returns, uniform_act
+from dprl.sharma2025.offline_rl import expert_transitions
+from dprl.sharma2025.training import (Schedule, calibrated_noise, draw_coins, make_learner,
+                                      train)
+from dprl.sharma2025.training_data import (cached_training_data, record_training_data,
+                                           split_by_release)
+
+
+@lru_cache(maxsize=1)
+def _cartpole():
+    config = get("sharma2025-cartpole-release").config("smoke")
+    experts, recorder = population(config)
+    chosen = members(experts.n_experts, 12, config.data_seed)
+    data = record_training_data(experts, chosen, 3, recorder, chunk=5)
+    return experts, recorder, chosen, data
+
+
+def test_training_data_is_every_trajectory_grouped_by_expert_in_order():
+    experts, recorder, chosen, data = _cartpole()
+    whole = expert_transitions(recorder(experts.select(chosen), chosen, 3))
+    assert torch.equal(data.pool.counts, whole.counts)
+    for name in ("observations", "actions", "rewards", "next_observations", "terminals"):
+        assert torch.equal(getattr(data.pool.transitions, name),
+                           getattr(whole.transitions, name))
+    first = data.first(5)
+    alone = record_training_data(experts, chosen[:5], 3, recorder)
+    assert torch.equal(first.pool.transitions.observations, alone.pool.transitions.observations)
+    assert np.array_equal(first.step, alone.step) and np.array_equal(first.members, chosen[:5])
+
+
+def test_split_by_release_keeps_prefixes_stable_and_the_rest_unstable():
+    _, _, chosen, data = _cartpole()
+    released = np.array([chosen[0], chosen[3], chosen[3]])
+    trajectories, prefixes = np.array([1, 0, 2]), np.array([4, 0, 7])
+    stable, unstable = split_by_release(data, released, trajectories, prefixes)
+    member = data.member_of
+    expected = (((member == 0) & (data.trajectory == 1) & (data.step < 4))
+                | ((member == 3) & (data.trajectory == 2) & (data.step < 7)))
+    assert len(stable) == expected.sum() == 11
+    assert torch.equal(stable.observations, data.pool.transitions.observations[expected])
+    assert len(unstable.transitions) + len(stable) == len(data.pool.transitions)
+    assert np.array_equal(unstable.counts.numpy(),
+                          np.bincount(member[~expected], minlength=len(chosen)))
+    with pytest.raises(ValueError, match="member"):
+        split_by_release(data, np.array([10**6]), np.array([0]), np.array([1]))
+    with pytest.raises(ValueError, match="one length"):
+        split_by_release(data, released, trajectories[:2], prefixes)
+
+
+def test_the_cache_returns_the_same_bits_and_recomputes_on_a_new_key(tmp_path):
+    _, _, _, data = _cartpole()
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return data
+
+    path = tmp_path / "data.npz"
+    for key in ({"a": 1}, {"a": 1}, {"a": 2}):
+        loaded = cached_training_data(path, key, compute)
+        assert torch.equal(loaded.pool.transitions.next_observations,
+                           data.pool.transitions.next_observations)
+        assert np.array_equal(loaded.trajectory, data.trajectory)
+    assert len(calls) == 2
+
+
+def test_coins_are_bernoulli_p():
+    coins = draw_coins(100_000, 0.8, np.random.default_rng(0))
+    assert coins.dtype == np.bool_ and abs(coins.mean() - 0.8) < 4 * np.sqrt(0.16 / 1e5)
+    assert not draw_coins(10, 0.0, np.random.default_rng(0)).any()
+    with pytest.raises(ValueError, match="p"):
+        draw_coins(10, 1.5, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("reading", ["paper", "visible_coins"])
+def test_calibrated_noise_spends_the_budget_exactly(reading):
+    eps2, delta2, b, m, p, steps, dp_steps = 2.5, 1 / 30_000, 128, 3000, 0.8, 2000, 1590
+    s = calibrated_noise(eps2, delta2, b, m, p, steps, dp_steps, reading, "rdp")
+    spent = selective_epsilon(s, b, m, p, steps, delta2, reading, dp_steps, "rdp")
+    assert eps2 * (1 - 1e-3) < spent <= eps2
+    assert dp_sgd_epsilon(s * 0.99, p * b / m if reading == "paper" else b / m,
+                          steps if reading == "paper" else dp_steps, delta2, "rdp") > eps2
+    assert np.isnan(calibrated_noise(eps2, delta2, b, m, p, steps, 0, reading))
+    with pytest.raises(ValueError, match="reading"):
+        calibrated_noise(eps2, delta2, b, m, p, steps, 5, "hidden")
+
+
+def _run(coins, stable, unstable, seed=3):
+    deterministic_torch(1)
+    generator = torch_generator(np.random.default_rng(seed))
+    learner = make_learner("CartPole", "CQL", generator)
+    outcome = train(learner, stable, unstable, coins, DPSGDConfig(4, 1.0), 1e-3,
+                    Schedule(len(coins), target_every=5, checkpoints=2, eval_episodes=2),
+                    "CartPole", generator, np.random.default_rng(4))
+    return learner, outcome
+
+
+def test_training_counts_its_steps_skips_an_empty_stable_set_and_is_deterministic():
+    _, _, _, data = _cartpole()
+    coins = draw_coins(20, 0.5, np.random.default_rng(1))
+    empty = data.pool.transitions.take(torch.zeros(0, dtype=torch.int64))
+    learner, outcome = _run(coins, data.pool.transitions, data.pool)
+    assert (outcome.dp_steps, outcome.stable_steps, outcome.skipped_steps) == (
+        coins.sum(), 20 - coins.sum(), 0)
+    assert outcome.returns.shape == (2, 2)
+    again, repeat = _run(coins, data.pool.transitions, data.pool)
+    assert all(torch.equal(a, b) for a, b in zip(learner.parameters(), again.parameters()))
+    assert np.array_equal(outcome.returns, repeat.returns)
+    untouched, skipped = _run(np.zeros(20, dtype=bool), empty, data.pool)
+    init = make_learner("CartPole", "CQL", torch_generator(np.random.default_rng(3)))
+    assert skipped.skipped_steps == 20
+    assert all(torch.equal(a, b) for a, b in zip(untouched.parameters(), init.parameters()))
+
+
+def test_evaluation_matches_the_environments_own_episodes():
+    rng = np.random.default_rng(5)
+    returns = episode_returns("Acrobot", uniform_act("Acrobot", np.random.default_rng(6)), 4,
+                              rng)
+    actions = np.random.default_rng(6)
+    twin = simulate(AcrobotVariants(horizon=200),
+                    lambda o, _: actions.integers(3, size=len(o)), 4, np.random.default_rng(5))
+    assert np.array_equal(returns, twin.rewards.sum(axis=-1)) and returns.shape == (4,)
+    seeds = np.random.default_rng(7).integers(0, 2**31 - 1, size=(1, 2))
+    lander = episode_returns("LunarLander", lambda o: np.zeros(len(o), dtype=np.int64), 2,
+                             np.random.default_rng(7))
+    reference = run_episodes(DEFAULT_VARIANT, lambda o, live, t: np.zeros(len(live),
+                                                                            dtype=np.int64),
+                             seeds, 1000).returns[0]
+    assert np.array_equal(lander, reference)
+    hiv = episode_returns("HIV", lambda o: np.zeros(len(o), dtype=np.int64), 3, rng)
+    assert hiv[0] == hiv[1] == hiv[2] > 0
+    with pytest.raises(ValueError, match="env"):
+        episode_returns("Pong", lambda o: o, 1, rng)
+
+
+def test_run_lists_follow_table3_and_skip_runs_identical_to_the_baseline():
+    cartpole = st.figure3_runs("CartPole")
+    ours = [r for r in cartpole if r.method == "ours"]
+    assert {r.eps for r in ours} == {7.5, 10.0}   # eps = 5: eps1 = 0 and p = 1, the baseline
+    visible = [r for r in ours if r.reading == "visible_coins"]
+    assert len(visible) == 12 and all(0 < r.p < 1 for r in visible)
+    assert sum(r.method == "dpsgd" for r in cartpole) == 18
+    acrobot = [r for r in st.figure3_runs("Acrobot") if r.method == "ours"]
+    assert {r.p for r in acrobot} == {0.0} and len(acrobot) == 18
+    hiv = [r for r in st.figure3_runs("HIV") if r.method == "ours" and r.algorithm == "CQL"]
+    assert {(r.eps, r.split) for r in hiv} == {(7.5, "section6"), (10.0, "section6")}
+    assert st.p_sweep_runs("Acrobot") == []
+    assert {r.p for r in st.p_sweep_runs("CartPole")} == {0.0, 0.5, 0.8, 0.9, 1.0}
+    for experiment in ("cartpole", "acrobot", "lunarlander", "hiv"):
+        runs = get(f"sharma2025-{experiment}-training").config("paper").runs
+        assert len(set(runs)) == len(runs)
+
+
+def test_run_and_config_reject_bad_input():
+    with pytest.raises(ValueError, match="method"):
+        st.Run("CQL", "dp", 1e-3, 64)
+    with pytest.raises(ValueError, match="split"):
+        st.Run("CQL", "ours", 1e-3, 64, split="half")
+    with pytest.raises(ValueError, match="p = 1"):
+        st.Run("CQL", "ours", 1e-3, 64, split="three_quarters", p=0.5)
+    with pytest.raises(ValueError, match="n_trials"):
+        st.TrainingConfig(n_trials=2, root_seed=0, env="CartPole", runs=(), steps=10)
+    with pytest.raises(ValueError, match="accountant"):
+        st.TrainingConfig(n_trials=1, root_seed=0, env="CartPole",
+                          runs=(st.Run("CQL", "dpsgd", 1e-3, 4),), steps=10, accountant="x")
+    with pytest.raises(ValueError, match="algorithm"):
+        make_learner("CartPole", "DQN", torch_generator(np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="checkpoints"):
+        Schedule(steps=7, checkpoints=2)
+
+
+def test_budgets_of_the_runs():
+    ours = st.Run("CQL", "ours", 1e-3, 128, eps=10.0, p=0.8)
+    eps2, delta2, cell = st.run_budget("CartPole", ours)
+    assert (eps2, delta2) == (2.5, 1 / 30_000) and cell is not None
+    assert get("sharma2025-cartpole-release").config("paper").cells[cell][:2] == (10.0, 3000)
+    assert st.run_budget("CartPole", st.Run("CQL", "dpsgd", 1e-3, 128, eps=10.0)) == (
+        10.0, 1 / 3000, None)
+    assert st.run_budget("CartPole", st.Run("BCQ", "ours", 1e-3, 128, eps=2.5,
+                                            split="three_quarters")) == (2.5 / 4, 1 / 30_000,
+                                                                         None)
