@@ -34,7 +34,7 @@ COLOURS = {
 #: and change these.
 MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
            "DP-SGD (expert-level)": "s", "non-private": "^"}
-LINESTYLES = {"ours, visible coins": "--", "random policy": ":"}
+LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-."}
 
 
 def style(label: str) -> dict[str, str]:

@@ -52,3 +52,15 @@ def test_bad_shapes_are_rejected():
     runs, arrays = _runs()
     with pytest.raises(ValueError, match="returns"):
         score_runs(runs[:3], arrays)
+
+
+def test_raw_gaps_and_the_margin_over_the_random_policy():
+    runs, arrays = _runs()
+    scored = score_runs(runs, arrays)
+    raw = paired_gap(select(scored, method="ours"), select(scored, method="dpsgd"), raw=True)
+    assert np.allclose(raw.differences, [40.0, 10.0])
+    from dprl.sharma2025.scores import above_random
+    margin = above_random(select(scored, method="nonprivate"))
+    assert np.allclose(margin.differences, [90.0, 110.0])
+    with pytest.raises(ValueError, match="empty"):
+        above_random([])

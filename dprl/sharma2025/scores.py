@@ -9,7 +9,8 @@ whatever ``R*`` is, so the paper's missing definition of "optimal" for LunarLand
 does not matter here. ``R`` is the mean over the evaluation episodes at the last checkpoint
 (Sec. 6: "averaged over 10 evaluation runs at the end of training"), ``R_0`` the random
 policy's mean over every run of the environment (each run evaluates it on its own episodes),
-``R_np`` the mean of the non-private runs of the same algorithm and ``m``.
+``R_np`` the mean of the non-private runs of the same algorithm and ``m``. Where
+``R_np = R_0`` the score is infinite or NaN: the non-private learner gives no scale.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def score_runs(runs: Sequence[object], arrays: Mapping[str, np.ndarray]) -> list
     for i, (spec, curve) in enumerate(zip(specs, curves)):
         reference = np.mean(baseline[(spec["algorithm"], spec["m"])])
         values = {name: array[i] for name, array in arrays.items()}
-        out.append(Scored(spec, float(curve[-1]), curve,
-                          float((curve[-1] - random) / (reference - random)), values))
+        with np.errstate(divide="ignore", invalid="ignore"):  # inf or NaN: no margin
+            score = float(np.float64(curve[-1] - random) / (reference - random))
+        out.append(Scored(spec, float(curve[-1]), curve, score, values))
     return out
 
 
@@ -91,11 +93,24 @@ class PairedGap:
         return self.mean > 0 and self.mean >= margin_se * self.se
 
 
-def paired_gap(ours: Sequence[Scored], baseline: Sequence[Scored]) -> PairedGap:
-    """The per-seed gaps of two equally seeded lists (:func:`select` orders by seed)."""
+def paired_gap(ours: Sequence[Scored], baseline: Sequence[Scored],
+               raw: bool = False) -> PairedGap:
+    """The per-seed gaps of two equally seeded lists (:func:`select` orders by seed), in
+    normalised scores or, with ``raw``, in returns (free of the normalisation, whose
+    non-private reference may itself be noise)."""
     if [s["seed"] for s in ours] != [s["seed"] for s in baseline] or not ours:
         raise ValueError("ours and baseline must hold the same non-empty seeds")
-    return PairedGap(np.array([a.score - b.score for a, b in zip(ours, baseline)]))
+    value = (lambda s: s.final) if raw else (lambda s: s.score)
+    return PairedGap(np.array([value(a) - value(b) for a, b in zip(ours, baseline)]))
+
+
+def above_random(runs: Sequence[Scored]) -> PairedGap:
+    """Each run's final return minus the random policy's on the same episodes (the trivial
+    reference), as a :class:`PairedGap` over the runs."""
+    if not runs:
+        raise ValueError("runs must not be empty")
+    return PairedGap(np.array([s.final - float(np.mean(s.values["random_returns"]))
+                               for s in runs]))
 
 
 #: Table 1 of Sharma et al. (2025): the best p per (env, algorithm) at eps = 5, 7.5, 10.
