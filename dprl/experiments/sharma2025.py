@@ -111,7 +111,7 @@ def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
     if env not in TWINS:
         raise ValueError(f"env must be one of {sorted(TWINS)}, got {env!r}")
     experiment = CLASSIC[env]
-    parameters = _population_arrays(experiment, scale)["parameters"]
+    parameters = result_arrays(experiment, scale)["parameters"]
     _, obs_dim, n_actions = TWINS[env]
     return TanhPolicies(parameters.reshape(-1, parameters.shape[-1]), obs_dim,
                         experiment.config(scale).cem.n_hidden, n_actions)
@@ -121,13 +121,13 @@ def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
 def lander_experts(scale: str = "paper") -> LanderControllers:
     """The ``3 x n_settings`` LunarLander experts, setting by setting (as
     :func:`classic_experts`)."""
-    parameters = _population_arrays(LUNARLANDER_EXPERTS, scale)["parameters"]
+    parameters = result_arrays(LUNARLANDER_EXPERTS, scale)["parameters"]
     return LanderControllers(parameters.reshape(-1, parameters.shape[-1]))
 
 
-def _population_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarray]:
+def result_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarray]:
     """The arrays of ``experiment`` at ``scale``: committed (paper, checked current) or
-    computed now (smoke)."""
+    computed now, without writing anything (smoke)."""
     if scale != "paper":
         config = experiment.config(scale)
         return compute_trials(experiment, config, range(config.n_trials))
@@ -221,7 +221,7 @@ HIV_EXPERTS = register(Experiment(
 def hiv_experts(scale: str = "paper") -> HIVExperts:
     """App. B.1's 3000 HIV experts (2000 at smoke scale + its second-best count) selected from
     the committed candidates (:func:`~dprl.sharma2025.hiv_experts.select_experts`)."""
-    arrays = _population_arrays(HIV_EXPERTS, scale)
+    arrays = result_arrays(HIV_EXPERTS, scale)
     config = HIV_EXPERTS.config(scale)
     setting, candidate, rank = select_experts(arrays["own_returns"],
                                               config.protocol.n_second_best)

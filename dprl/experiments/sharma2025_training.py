@@ -22,7 +22,8 @@ import numpy as np
 
 from dprl.determinism import deterministic_torch
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
-from dprl.experiments.runner import load_or_run, result_paths
+from dprl.experiments.runner import result_paths
+from dprl.experiments.sharma2025 import result_arrays
 from dprl.experiments.sharma2025_release import members, population
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
@@ -142,6 +143,13 @@ def run_budget(env: str, run: Run, release_scale: str = "paper"
     return split.eps2, split.delta2, cells.index((run.eps, run.m, run.split))
 
 
+@lru_cache(maxsize=2)
+def _release_arrays(env: str, release_scale: str) -> dict[str, np.ndarray]:
+    """The releases of ``sharma2025-<env>-release`` (:func:`~dprl.experiments.sharma2025.
+    result_arrays`: committed at paper scale, computed at smoke scale)."""
+    return result_arrays(get(_release_id(env)), release_scale)
+
+
 def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
               release_scale: str) -> tuple[Transitions, ExpertTransitions]:
     """``(D_stable, D_unst)`` of the run (non-private: everything is stable)."""
@@ -149,7 +157,7 @@ def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
         return data.pool.transitions, data.pool
     if cell is None:
         return data.pool.transitions.take(np.zeros(0, dtype=np.int64)), data.pool
-    release = load_or_run(_release_id(env), release_scale)
+    release = _release_arrays(env, release_scale)
     rows = release["queried_expert"][run.seed, cell] >= 0
     return split_by_release(data, *(release[name][run.seed, cell][rows] for name in
                                     ("queried_expert", "queried_trajectory", "prefix_length")))

@@ -226,20 +226,32 @@ def expert_dp_sgd_step(learner: OfflineLearner, target: QNetwork, pool: ExpertTr
     return len(batch)
 
 
+def selective_step(learner: OfflineLearner, target: QNetwork, stable: Transitions,
+                   unstable: ExpertTransitions, private: bool, config: DPSGDConfig,
+                   optimizer: torch.optim.Optimizer, generator: torch.Generator) -> bool:
+    """Alg. 3, lines 5-6 for a given coin: ``private`` takes an expert-level DP-SGD step on
+    ``unstable`` (:func:`expert_dp_sgd_step`), otherwise a noiseless step on
+    ``config.batch_size`` uniform transitions of ``stable``, skipped when ``stable`` is
+    empty. Returns whether a step was taken."""
+    if private:
+        expert_dp_sgd_step(learner, target, unstable, config, optimizer, generator)
+    elif len(stable):
+        sgd_step(learner, target, sample_uniform(stable, config.batch_size, generator),
+                 optimizer)
+    else:
+        return False
+    return True
+
+
 def selective_dp_sgd_step(learner: OfflineLearner, target: QNetwork, stable: Transitions,
                           unstable: ExpertTransitions, p: float, config: DPSGDConfig,
                           optimizer: torch.optim.Optimizer, generator: torch.Generator) -> bool:
     """One step of selective DP-SGD (Alg. 3, lines 4-6): with probability ``p`` (one
-    float64 uniform) an expert-level DP-SGD step on ``unstable`` (:func:`expert_dp_sgd_step`),
-    otherwise a noiseless step on ``config.batch_size`` uniform transitions of ``stable``.
-    Returns True where the DP-SGD branch ran."""
+    float64 uniform) an expert-level DP-SGD step on ``unstable``, otherwise a noiseless step
+    on ``stable`` (:func:`selective_step`). Returns True where the DP-SGD branch ran."""
     p = require_probability("p", p)
     if p < 1 and len(stable) == 0:
         raise ValueError("stable must not be empty when p < 1")
     private = bool(torch.rand((), generator=generator, dtype=torch.float64) < p)
-    if private:
-        expert_dp_sgd_step(learner, target, unstable, config, optimizer, generator)
-    else:
-        sgd_step(learner, target, sample_uniform(stable, config.batch_size, generator),
-                 optimizer)
+    selective_step(learner, target, stable, unstable, private, config, optimizer, generator)
     return private

@@ -20,6 +20,7 @@ from dprl.envs.episodes import simulate
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.lunar_lander import DEFAULT_VARIANT, run_episodes
 from dprl.sharma2025.hiv_experts import policy_returns
+from dprl.sharma2025.release import N_ACTIONS
 from dprl.validation import require_int
 
 #: Observations ``(n, d)`` -> actions ``(n,)``.
@@ -28,8 +29,10 @@ Act = Callable[[np.ndarray], np.ndarray]
 #: Sec. 6's evaluation horizons.
 EVALUATION_HORIZONS = {"CartPole": 1000, "Acrobot": 200, "LunarLander": 1000, "HIV": 50}
 
-#: Observation size and number of actions of each environment.
-SPACES = {"CartPole": (4, 2), "Acrobot": (6, 3), "LunarLander": (8, 4), "HIV": (6, 4)}
+#: Observation size and number of actions (:data:`dprl.sharma2025.release.N_ACTIONS`) of
+#: each environment.
+SPACES = {env: (dim, N_ACTIONS[env])
+          for env, dim in {"CartPole": 4, "Acrobot": 6, "LunarLander": 8, "HIV": 6}.items()}
 
 
 def _check_env(env: str) -> str:

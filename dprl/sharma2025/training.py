@@ -33,11 +33,10 @@ import torch
 from dprl.determinism import torch_generator
 from dprl.seeding import named_stream
 from dprl.sharma2025.accounting import noise_for_budget
-from dprl.sharma2025.dp_sgd import DPSGDConfig, expert_dp_sgd_step
+from dprl.sharma2025.dp_sgd import DPSGDConfig, selective_step
 from dprl.sharma2025.evaluation import SPACES, episode_returns, uniform_act
 from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions,
-                                        OfflineLearner, Transitions, make_optimizer,
-                                        sample_uniform, sgd_step)
+                                        OfflineLearner, Transitions, make_optimizer)
 from dprl.sharma2025.qnetworks import HIV_HIDDEN, PAPER_HIDDEN, QNetwork, frozen_copy, update_target
 from dprl.validation import require_int, require_positive, require_probability
 
@@ -144,12 +143,8 @@ def train(learner: OfflineLearner, stable: Transitions, unstable: ExpertTransiti
         return learner.greedy_actions(torch.as_tensor(observations)).numpy()
 
     for step, private in enumerate(coins.tolist(), start=1):
-        if private:
-            expert_dp_sgd_step(learner, target, unstable, config, optimizer, generator)
-        elif len(stable):
-            sgd_step(learner, target, sample_uniform(stable, config.batch_size, generator),
-                     optimizer)
-        else:
+        if not selective_step(learner, target, stable, unstable, private, config, optimizer,
+                              generator):
             skipped += 1
         if step % schedule.target_every == 0:
             update_target(target, learner.q)

@@ -58,6 +58,8 @@ class TrainingData:
         m = require_int("m", m)
         if m > len(self.members):
             raise ValueError(f"m must be <= {len(self.members)}, got {m}")
+        if m == len(self.members):
+            return self
         n = int(self.pool.counts[:m].sum())
         flat = self.pool.transitions.take(torch.arange(n))
         return TrainingData(ExpertTransitions(flat, self.pool.counts[:m].clone()),
@@ -85,10 +87,9 @@ def record_training_data(experts: ExpertPopulation, members: np.ndarray, per_exp
         where = np.nonzero(recorded)
         trajectory.append(where[1])
         step.append(where[2])
-    flat = Transitions(*(torch.cat([getattr(part, name) for part in parts])
-                         for name in _FIELDS))
-    flat = Transitions(flat.observations, flat.actions, flat.rewards * reward_scale,
-                       flat.next_observations, flat.terminals)
+    columns = {name: torch.cat([getattr(part, name) for part in parts]) for name in _FIELDS}
+    columns["rewards"] = columns["rewards"] * reward_scale
+    flat = Transitions(**columns)
     return TrainingData(ExpertTransitions(flat, torch.cat(counts)), members,
                         np.concatenate(trajectory).astype(np.int64),
                         np.concatenate(step).astype(np.int64))
