@@ -22,7 +22,7 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"), "xie2019_chain": ("xie2019-c
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
-            "sharma2025_training": tuple(f"sharma2025-{env}-training"
+            "sharma2025_training": tuple(f"sharma2025-{env}-{kind}" for kind in ("training", "curves")
                                          for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
 
 

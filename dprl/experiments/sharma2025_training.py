@@ -307,12 +307,16 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
                  for algorithm in ("CQL", "BCQ") for method in METHODS)
 
 
-def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int) -> Experiment:
+def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
+              kind: str = "training", checkpoints: int = 5) -> Experiment:
     runs = tuple(runs)
-    smoke = smoke_runs(env)
+    smoke = smoke_runs(env) if kind == "training" else tuple(
+        r for r in smoke_runs(env) if r.method == "nonprivate")
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-training",
-        title=f"Sharma et al. (2025), Sec. 6: offline RL with and without expert-level DP, {env}",
+        id=f"sharma2025-{env.lower()}-{kind}",
+        title=(f"Sharma et al. (2025), Sec. 6: offline RL with and without expert-level DP, {env}"
+               if kind == "training" else
+               f"Sharma et al. (2025), Sec. 6: learning curves of non-private CQL and BCQ, {env}"),
         chapter="book/sharma2025/experiments.ipynb",
         configs={"smoke": TrainingConfig(n_trials=len(smoke), root_seed=root_seed,
                                          batch_size=1, env=env, runs=smoke, steps=100,
@@ -320,9 +324,21 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int) -> Expe
                                          checkpoints=2,
                                          eval_episodes=2),
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
-                                         batch_size=1, env=env, runs=runs, steps=steps)},
+                                         batch_size=1, env=env, runs=runs, steps=steps,
+                                         checkpoints=checkpoints)},
         run_trials=training_trials))
 
+
+def nonprivate_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """Non-private CQL and BCQ with Table 3's eps = 10 learning rate and batch (Fig. 3's)."""
+    return [run for run in figure3_runs(env, seeds) if run.method == "nonprivate"]
+
+
+#: Steps of the learning curves that choose the cap, evaluated every 1000 steps.
+CURVE_STEPS = 20_000
+CARTPOLE_CURVES, ACROBOT_CURVES, LUNARLANDER_CURVES, HIV_CURVES = (
+    _training(env, nonprivate_runs(env), seed, CURVE_STEPS, "curves", CURVE_STEPS // 1000)
+    for env, seed in (("CartPole", 54), ("Acrobot", 64), ("LunarLander", 74), ("HIV", 84)))
 
 #: Steps per run (the cap of the chapter "experiments").
 STEPS = 5000
