@@ -34,6 +34,9 @@ class Verdict:
     chapter: str = ""
     section: str = ""
 
+    def _ipython_display_(self) -> None:
+        """Display nothing: :func:`claim` has printed the verdict line already."""
+
     def line(self) -> str:
         where = f"{self.source}, {self.section}" if self.section else self.source
         return f"{PREFIX} [{where}] {self.verdict}: {self.statement} | {self.numbers}"
@@ -45,27 +48,26 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def graded(holds: bool, partly: bool) -> str:
-    """The verdict of a criterion evaluated on results: HOLDS when ``holds``, PARTIAL when
-    only ``partly`` (a weaker criterion, stated beside it), FAILS otherwise."""
-    if not isinstance(holds, (bool, np.bool_)) or not isinstance(partly, (bool, np.bool_)):
-        raise ValueError(f"holds and partly must be bools, got {holds!r}, {partly!r}")
+def _graded(holds: object, partly: object) -> str:
+    """HOLDS when ``holds``, PARTIAL when only ``partly``, FAILS otherwise; both must be bools
+    (Python or numpy) computed from results."""
+    for name, value in (("holds", holds), ("partly", partly)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a bool computed from results, got {value!r}")
     return "HOLDS" if holds else "PARTIAL" if partly else "FAILS"
 
 
-def claim(source: str, statement: str, holds: bool | str, section: str = "",
-          **numbers: object) -> Verdict:
+def claim(source: str, statement: str, holds: bool, section: str = "", *,
+          partly: bool = False, **numbers: object) -> Verdict:
     """Print and return the verdict on ``statement`` of ``source`` (e.g. 'Balle 2016') made in
-    ``section`` (e.g. 'Sec. 6'); ``holds`` is a bool or a verdict name.
+    ``section`` (e.g. 'Sec. 6'): HOLDS when the criterion ``holds`` is true, PARTIAL when only
+    the weaker criterion ``partly`` is, FAILS otherwise.
 
-    The numbers (rounded to 4 significant digits) are the evidence printed with it.
+    Both are bools evaluated on results; a verdict cannot be named directly, so every outcome
+    stays reachable. The numbers (rounded to 4 significant digits) are the evidence printed
+    with it, the criterion's thresholds among them.
     """
-    if isinstance(holds, (bool, np.bool_)):
-        verdict = "HOLDS" if holds else "FAILS"
-    elif holds in VERDICTS:
-        verdict = holds
-    else:
-        raise ValueError(f"verdict must be one of {VERDICTS} or a bool, got {holds!r}")
+    verdict = _graded(holds, partly)
     if not source or any(c in source for c in "[],\n"):
         raise ValueError(f"source must be non-empty, on one line, without brackets or commas, "
                          f"got {source!r}")

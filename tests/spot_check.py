@@ -22,8 +22,10 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"), "xie2019_chain": ("xie2019-c
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
-            "sharma2025_training": tuple(f"sharma2025-{env}-{kind}" for kind in ("training", "curves")
-                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
+            "sharma2025_training": tuple(f"sharma2025-{env}-training"
+                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
+            "sharma2025_curves": tuple(f"sharma2025-{env}-curves"
+                                       for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
 
 
 def experiment_id(sidecar) -> str:
@@ -47,3 +49,12 @@ def check_random_trials(sidecar, count: int = 2) -> None:
     indices = sorted(rng.choice(n_trials, size=min(count, n_trials), replace=False).tolist())
     assert mismatched_trials(experiment, indices) == [], (
         f"trials {indices} (DPRL_SPOT_SEED={SPOT_SEED})")
+
+
+def has_data_cache(sidecar) -> bool:
+    """Whether the Sharma training data of the sidecar's environment are available without
+    recording them (CartPole and Acrobot take seconds; LunarLander and HIV need the cache)."""
+    from dprl.experiments.sharma2025_training import CACHE_DIR
+    env = json.loads(sidecar.read_text())["config"]["env"]
+    return env in ("CartPole", "Acrobot") or any(
+        CACHE_DIR.glob(f"sharma2025-{env.lower()}-paper-m*.npz"))

@@ -9,7 +9,7 @@ def test_claim_prints_a_verdict_line_the_scorecard_collects(tmp_path, capsys):
     verdict = claim("Balle 2016", "noise vanishes as m grows", True, sigma=0.012345678, m=100)
     line = capsys.readouterr().out.strip()
     assert line == "CLAIM [Balle 2016] HOLDS: noise vanishes as m grows | sigma=0.01235, m=100"
-    claim("book", "a partial one", "PARTIAL", ratio=2.0)
+    claim("book", "a partial one", False, partly=True, ratio=2.0)
     partial = capsys.readouterr().out
     chapter = tmp_path / "part" / "chapter.ipynb"
     chapter.parent.mkdir()
@@ -27,6 +27,25 @@ def test_claim_prints_a_verdict_line_the_scorecard_collects(tmp_path, capsys):
 def test_bad_claims_are_rejected(holds, statement):
     with pytest.raises(ValueError):
         claim("book", statement, holds)
+
+
+@pytest.mark.parametrize("holds, partly", [("HOLDS", False), ("PARTIAL", True), (1, False),
+                                           (True, "PARTIAL"), (False, None)])
+def test_a_verdict_cannot_be_named_only_computed(holds, partly):
+    with pytest.raises(ValueError, match="holds|partly"):
+        claim("book", "s", holds, partly=partly)
+
+
+@pytest.mark.parametrize("holds, partly, verdict", [
+    (True, True, "HOLDS"), (True, False, "HOLDS"), (False, True, "PARTIAL"),
+    (False, False, "FAILS")])
+def test_every_verdict_is_reachable(holds, partly, verdict, capsys):
+    assert claim("book", "s", holds, partly=partly).verdict == verdict
+
+
+def test_a_verdict_displays_nothing_in_a_notebook(capsys):
+    verdict = claim("book", "s", True)
+    assert verdict._ipython_display_() is None
 
 
 def test_numpy_booleans_and_numbers_are_accepted(capsys):
@@ -53,8 +72,8 @@ def test_scorecard_groups_by_source():
 
 
 def test_claims_carry_the_papers_section(tmp_path, capsys):
-    verdict = claim("Balle 2016", "DP curves meet the non-private ones", "PARTIAL", section="Sec. 6",
-                    m=1000)
+    verdict = claim("Balle 2016", "DP curves meet the non-private ones", False, partly=True,
+                    section="Sec. 6", m=1000)
     line = capsys.readouterr().out.strip()
     assert line == "CLAIM [Balle 2016, Sec. 6] PARTIAL: DP curves meet the non-private ones | m=1000"
     chapter = tmp_path / "c.ipynb"

@@ -64,3 +64,38 @@ def test_raw_gaps_and_the_margin_over_the_random_policy():
     assert np.allclose(margin.differences, [90.0, 110.0])
     with pytest.raises(ValueError, match="empty"):
         above_random([])
+
+
+def _curve_runs(levels_by_algorithm, random=0.0, seeds=3, noise=0.01):
+    from dprl.sharma2025.scores import Scored
+    rng = np.random.default_rng(0)
+    return [Scored({"algorithm": a, "seed": s}, float(levels[-1]),
+                   np.asarray(levels, float) + noise * rng.standard_normal(len(levels)), 0.0,
+                   {"random_returns": np.full(4, random)})
+            for a, levels in levels_by_algorithm.items() for s in range(seeds)]
+
+
+def test_the_step_cap_is_where_every_learner_has_reached_its_level():
+    from dprl.sharma2025.scores import learning_curves, step_cap
+    at = np.arange(1, 21) * 1000
+    fast = np.minimum(at / 2000, 1.0)          # reaches its level by 2k steps
+    slow = np.minimum(at / 12000, 1.0)         # by 12k
+    curves = learning_curves(_curve_runs({"CQL": fast, "BCQ": slow}), at)
+    reached = {c.algorithm: c.reached_at for c in curves}
+    assert all(c.learns for c in curves)
+    # 3-checkpoint windows: CQL (0.5, 1, 1) at 3k is 0.83 < 0.9, (1, 1, 1) at 4k;
+    # BCQ (0.75, 0.83, 0.92) at 11k is 0.83, (0.83, 0.92, 1) at 12k is 0.92
+    assert reached == {"CQL": 4000, "BCQ": 12000}
+    assert step_cap(curves, (5000, 10000, 20000)) == 20000
+    assert step_cap(curves[1:], (5000, 10000, 20000)) == 5000  # CQL alone
+
+
+def test_no_learner_means_the_smallest_cap():
+    from dprl.sharma2025.scores import learning_curves, step_cap
+    at = np.arange(1, 21) * 1000
+    flat = np.zeros(at.size)
+    curves = learning_curves(_curve_runs({"CQL": flat}, noise=1.0), at)
+    assert not curves[0].learns
+    assert step_cap(curves, (5000, 20000)) == 5000
+    with pytest.raises(ValueError, match="window"):
+        learning_curves(_curve_runs({"CQL": flat}), at, window=0)

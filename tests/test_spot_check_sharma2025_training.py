@@ -8,22 +8,13 @@ two cores, too long for every CI run. Those two are checked where their data cac
 code as the twins'.
 """
 
-import json
-
 import pytest
-from spot_check import check_random_trials, family_results
-
-from dprl.experiments import sharma2025_training as st
-
-
-def _cached(sidecar) -> bool:
-    env = json.loads(sidecar.read_text())["config"]["env"]
-    return env in ("CartPole", "Acrobot") or any(
-        st.CACHE_DIR.glob(f"sharma2025-{env.lower()}-paper-m*.npz"))
+from spot_check import check_random_trials, family_results, has_data_cache
 
 
 @pytest.mark.parametrize("sidecar", family_results("sharma2025_training"), ids=lambda p: p.stem)
 def test_a_random_run_of_committed_training_retrains_exactly(sidecar):
-    if not _cached(sidecar):
+    if not has_data_cache(sidecar):
         pytest.skip("no data cache for this environment (recording it takes ~7 min)")
     check_random_trials(sidecar, count=1)
+

@@ -105,3 +105,35 @@ def test_full_accountant_against_dp_accounting(sigma, n, m):
                      1e-5)[0]
     theirs = accountant.get_epsilon(1e-5)
     assert theirs <= ours <= 1.01 * theirs
+
+
+def test_the_exact_log_moment_of_lemma1s_pair_matches_numerical_integration():
+    from scipy import integrate, stats
+
+    from dprl.xie2019.privacy import exact_log_moment
+    m, sigma = 50, 1.5
+    q = 1 / m
+    for lam in (1, 3, 8):
+        def integrand(z):
+            ratio = (1 - q) + q * math.exp((2 * z - 1) / (2 * sigma**2))
+            return stats.norm.pdf(z, scale=sigma) * ratio ** (lam + 1)
+        value = math.log(integrate.quad(integrand, -40, 40, limit=200)[0])
+        assert math.isclose(float(exact_log_moment(np.array([lam]), m, sigma)[0]), value,
+                            rel_tol=1e-8)
+
+
+def test_lemma1_falls_below_the_exact_moment_of_its_own_pair():
+    """The thresholds of issue 15: lambda = 8, 19, 55, 221 at sigma 0.8, 1.2, 2, 4, m = 1000."""
+    from dprl.xie2019.privacy import exact_log_moment, lemma1_log_moment
+    lam = np.arange(1, 300)
+    for sigma, first in ((0.8, 8), (1.2, 19), (2.0, 55), (4.0, 221)):
+        above = lam[exact_log_moment(lam, 1000, sigma) > lemma1_log_moment(lam, 1000, sigma)]
+        assert above[0] == first
+
+
+def test_the_paper_pair_epsilon_is_dp_accountings_pld():
+    from dprl.xie2019.privacy import paper_pair_epsilon
+    eps = paper_pair_epsilon(3.0, 1e-5, 1000, 1000)
+    assert 0 < eps < 1
+    with pytest.raises(ValueError, match="m"):
+        paper_pair_epsilon(3.0, 1e-5, 10, 1)

@@ -32,7 +32,7 @@ from scipy.stats import binom
 from dprl.accounting import (DEFAULT_ORDERS, poisson_subsampled_gaussian_epsilon,
                              poisson_subsampled_gaussian_rdp, rdp_to_dp, self_compose_rdp,
                              smallest_sufficient_scale)
-from dprl.sharma2025.expert_level import poisson_gaussian_epsilon
+from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import (require_delta, require_epsilon, require_int,
                              require_nonnegative, require_positive, require_probability)
@@ -101,7 +101,7 @@ def dp_sgd_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, de
                    accountant: str = "pld") -> float:
     """eps at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD, Abadi et al.
     2016; Alg. 4 with ``sampling_rate = b / m``): dp-accounting's PLD accountant
-    (:func:`dprl.sharma2025.expert_level.poisson_gaussian_epsilon`, Sec. 6) or the book's
+    (:func:`dprl.accounting.pld.poisson_gaussian_epsilon`, Sec. 6) or the book's
     RDP accountant (``"rdp"``). Add-or-remove-one expert neighbours."""
     if _require_accountant(accountant) == "pld":
         return poisson_gaussian_epsilon(noise_multiplier, sampling_rate, steps, delta)

@@ -19,12 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
-from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.pld.privacy_loss_distribution import from_two_probability_mass_functions
 from scipy.special import ndtr
 from scipy.stats import binom
 
+from dprl.accounting.pld import poisson_gaussian_epsilon  # noqa: F401 (used by chapters)
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive,
                              require_probability)
 
@@ -36,20 +35,6 @@ def group_privacy(eps: float, delta: float, k: int) -> tuple[float, float]:
     eps, delta = require_epsilon(eps), require_delta(delta)
     k = require_int("k", k)
     return k * eps, k * math.exp((k - 1) * eps) * delta
-
-
-def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
-                             delta: float) -> float:
-    """eps at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD, Abadi et al.
-    2016), by dp-accounting's PLD accountant (add-or-remove-one neighbours). Alg. 4 of Sharma
-    et al. (2025) is this with ``sampling_rate = b / m`` over experts."""
-    event = PoissonSampledDpEvent(require_probability("sampling_rate", sampling_rate,
-                                                      open_low=True),
-                                  GaussianDpEvent(require_positive("noise_multiplier",
-                                                                   noise_multiplier)))
-    accountant = pld_privacy_accountant.PLDAccountant()
-    accountant.compose(SelfComposedDpEvent(event, require_int("steps", steps)))
-    return float(accountant.get_epsilon(require_delta(delta)))
 
 
 def aligned_group_epsilon(noise_multiplier: float, sampling_rate: float, group_size: int,

@@ -128,3 +128,58 @@ PAPER_TABLE2_P = {("LunarLander", "CQL"): {0.0: None, 0.8: 0.75, 1.0: 0.67},
 #: Table 2 (bottom): BCQ's normalised return with eps1 = 3 eps / 4 and with eps1 = 0.
 PAPER_TABLE2_SPLIT = {("Acrobot", 2.5): (0.74, 0.95), ("CartPole", 2.5): (0.28, 0.58),
                       ("CartPole", 5.0): (0.56, 0.60)}
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """One algorithm's non-private curves on one environment: ``learns`` (its final return,
+    the mean of the last ``window`` checkpoints, beats the random policy by ``margin_se``
+    standard errors over seeds), the final margin over random and the first evaluated step
+    at which the windowed mean reaches ``fraction`` of that margin (None: never)."""
+
+    algorithm: str
+    learns: bool
+    margin: PairedGap
+    reached_at: int | None
+
+
+def learning_curves(runs: Sequence[Scored], evaluated_at: Sequence[int], fraction: float = 0.9,
+                    window: int = 3, margin_se: float = 2.0) -> list[LearningCurve]:
+    """Sharma et al. (2025) leave the number of steps open ("until the budget is spent"); the
+    book caps it where the non-private learners stop improving. For each algorithm among
+    ``runs`` (non-private, one per seed, evaluated after ``evaluated_at`` steps): does it
+    learn, and where does the mean over seeds of the ``window``-checkpoint moving average
+    first reach ``R_0 + fraction (F - R_0)``, ``F`` the final level and ``R_0`` random's."""
+    evaluated_at = np.asarray(evaluated_at)
+    if not runs or any(s.curve.shape != evaluated_at.shape for s in runs):
+        raise ValueError("runs must be non-empty with one return per evaluated step")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
+    if not 1 <= window <= evaluated_at.size:
+        raise ValueError(f"window must lie in [1, {evaluated_at.size}], got {window}")
+    out = []
+    for algorithm in sorted({str(s["algorithm"]) for s in runs}):
+        mine = select(runs, algorithm=algorithm)
+        curves = np.array([s.curve for s in mine])
+        randoms = np.array([float(np.mean(s.values["random_returns"])) for s in mine])
+        smooth = np.array([np.convolve(c, np.ones(window) / window, "valid") for c in curves])
+        margin = PairedGap(smooth[:, -1] - randoms)
+        target = margin.mean * fraction
+        level = (smooth - randoms[:, None]).mean(axis=0)  # at evaluated_at[window - 1:]
+        hits = np.flatnonzero(level >= target)
+        out.append(LearningCurve(algorithm, margin.better(margin_se), margin,
+                                 int(evaluated_at[window - 1 + hits[0]]) if hits.size else None))
+    return out
+
+
+def step_cap(curves: Sequence[LearningCurve], candidates: Sequence[int]) -> int:
+    """The smallest of ``candidates`` by which every learning algorithm has reached its level
+    (:func:`learning_curves`); the smallest candidate where none learns (more steps then
+    decide nothing: Fig. 3's normalisation needs a learner above the random policy)."""
+    candidates = sorted(candidates)
+    needed = [c.reached_at for c in curves if c.learns]
+    if not needed:
+        return candidates[0]
+    if any(n is None for n in needed):
+        return candidates[-1]
+    return next((c for c in candidates if c >= max(needed)), candidates[-1])

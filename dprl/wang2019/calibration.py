@@ -2,8 +2,11 @@
 (Prop. 4), Theorem 5 / Algorithm 1 line 5, Lemma 6's norm bound, Lemma 8's uniform bound on
 the sample path, and the generic composition bounds the paper compares with.
 
-**Theorem 5: C inside or outside the square root.** The statement reads
-``sigma >= sqrt(2 (T/B) ln(e + eps/delta)) C / eps`` with
+**Theorem 5: C inside or outside the square root.** In the book's copy of the paper (a
+text extraction) the extent of the statement's root is not legible: it may read
+``sigma >= sqrt(2 (T/B) ln(e + eps/delta) C) / eps`` or
+``sigma >= sqrt(2 (T/B) ln(e + eps/delta)) C / eps`` (``variant="statement"``, "C outside",
+a reading the copy cannot rule out), with
 ``C = ((4 alpha (k+1)/B)^2 + 4 alpha (k+1)/B) L^2``; its proof ends with
 ``sigma >= sqrt(2 (T/B) ||f||_H^2 ln(e + eps/delta)) / eps`` and bounds ``||f||_H^2 <= C``.
 The proof is right (``variant="proof"``): with ``v = 4 alpha (k+1)/B``, one update moves
@@ -13,7 +16,7 @@ and ``beta = 1/v`` turns this into ``(v^2 + v) L^2 = C``. C is thus the *squared
 sensitivity, and every Gaussian calibration (Prop. 4, and the composition step of the proof)
 scales sigma with the sensitivity ``||f||_H <= sqrt(C)``, not with its square. Scaling Q
 (and L) by c must scale the noise by c: the proof's sigma does, the statement's scales by
-c^2. With ``C < 1`` (small learning rates) the statement under-noises by the factor
+c^2. With ``C < 1`` (small learning rates) the C-outside reading under-noises by the factor
 ``sqrt(C)``: :func:`exact_composition_delta` shows its delta far above target.
 """
 
@@ -162,7 +165,8 @@ def theorem5_sigma(eps: float, delta: float, T: int, batch_size: int, alpha: flo
                    lipschitz: float, *, variant: str = "proof") -> float:
     """Noise level of Algorithm 1 line 5 / Theorem 5 (Wang & Hegde 2019), T/B updates:
     ``"proof"`` sqrt(2 (T/B) C ln(e + eps/delta)) / eps (correct, see module docstring);
-    ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, as printed."""
+    ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, the C-outside reading of the
+    statement (the paper copy's root is not legible)."""
     if variant not in SIGMA_VARIANTS:
         raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {variant!r}")
     constant = theorem5_constant(alpha, k, lipschitz, batch_size)
@@ -336,8 +340,9 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
     - ``"iterations"``: the proof's sigma with T/B = floor(steps / B), Alg. 1's count of
       iterations (one update per B transitions), and J = T/B: it ignores the DQN's extra
       updates, so it does not cover the run;
-    - ``"printed"``: the statement's sigma (C outside the root) with the ``"iterations"``
-      count: under-noised twice over (see the module docstring)."""
+    - ``"printed"``: the statement read with C outside the root (a reading the paper copy
+      cannot rule out; module docstring) with the ``"iterations"`` count: under-noised twice
+      over."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
     if not isinstance(config, QLearningConfig):

@@ -14,14 +14,16 @@
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
                                 primal_dual_descent)
-from dprl.xie2019.privacy import (RELATION_PARAMETERS, gpope_delta, gpope_epsilon, gpope_sigma,
-                                  lemma1_delta, lemma1_log_moment, lemma1_sigma,
-                                  relation_signs, theorem1_constant)
+from dprl.xie2019.privacy import (RELATION_PARAMETERS, exact_log_moment, gpope_delta,
+                                  gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
+                                  lemma1_sigma, paper_pair_epsilon, relation_signs,
+                                  theorem1_constant)
 
 __all__ = [
     "Prepared",
     "RELATION_PARAMETERS",
     "episode_statistics",
+    "exact_log_moment",
     "gpope",
     "gpope_delta",
     "gpope_epsilon",
@@ -31,6 +33,7 @@ __all__ = [
     "lemma1_delta",
     "lemma1_log_moment",
     "lemma1_sigma",
+    "paper_pair_epsilon",
     "lstd",
     "prepare",
     "primal_dual_descent",

@@ -24,8 +24,10 @@ import math
 
 import numpy as np
 
-from dprl.accounting import (rdp_to_delta, rdp_to_dp, sampled_without_replacement_gaussian_rdp,
+from dprl.accounting import (poisson_subsampled_gaussian_rdp, rdp_to_delta, rdp_to_dp,
+                             sampled_without_replacement_gaussian_rdp,
                              self_compose_rdp, smallest_sufficient_scale)
+from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive)
 
 #: Integer Renyi orders for GPOPE: every order 2..256 (the optimum for eps = 0.1, delta = 1e-5
@@ -51,6 +53,31 @@ def lemma1_log_moment(lam, m: int, sigma: float) -> np.ndarray:
     if not np.issubdtype(lam.dtype, np.integer) or np.any(lam < 1):
         raise ValueError(f"lam must be integers >= 1, got {lam!r}")
     return lam * (lam + 1) * _lemma1_constant(m, sigma)
+
+
+def exact_log_moment(lam, m: int, sigma: float) -> np.ndarray:
+    """The exact log moment of the pair Lemma 1's proof bounds (Xie et al. 2019, App. B.1:
+    ``d = d' + x_m``, clipped gradients ``h e_1`` against 0, in units of ``h``): one
+    iteration's output ``mu = (1 - q) N(0, sigma^2) + q N(1, sigma^2)`` against
+    ``mu_0 = N(0, sigma^2)``, ``q = 1/m``, at integers ``lambda >= 1``:
+    ``log E_{mu_0}[(mu / mu_0)^(lambda+1)] = log sum_k C(lambda+1, k) (1-q)^(lambda+1-k) q^k
+    e^{k(k-1)/(2 sigma^2)}`` (Abadi et al. 2016, Sec. 3.2), i.e. ``lambda`` times the RDP of
+    the Poisson-subsampled Gaussian at order ``lambda + 1`` (Mironov, Talwar & Zhang 2019).
+    The moments accountant's ``alpha(lambda)`` is the larger of both directions, so a
+    :func:`lemma1_log_moment` below this value is violated."""
+    lam = np.asarray(lam)
+    if not np.issubdtype(lam.dtype, np.integer) or np.any(lam < 1):
+        raise ValueError(f"lam must be integers >= 1, got {lam!r}")
+    m, sigma = require_int("m", m, minimum=2), require_positive("sigma", sigma)
+    return lam * poisson_subsampled_gaussian_rdp(lam + 1.0, sigma, 1 / m)
+
+
+def paper_pair_epsilon(sigma: float, delta: float, n_iterations: int, m: int) -> float:
+    """eps at ``delta`` of ``N`` iterations on Lemma 1's own pair (:func:`exact_log_moment`)
+    by dp-accounting's PLD accountant: the privacy the paper's sigma buys under the paper's
+    own neighbouring pair, with no approximation (Xie et al. 2019, Lemma 1, Theorem 1)."""
+    return poisson_gaussian_epsilon(sigma, 1 / require_int("m", m, minimum=2), n_iterations,
+                                    delta)
 
 
 def lemma1_delta(eps: float, n_iterations: int, m: int, sigma: float) -> float:
