@@ -121,3 +121,58 @@ def test_excess_risk_of_a_release_is_the_objective_gap():
                        rtol=1e-10)
     with pytest.raises(ValueError, match="theta_hat"):
         u.lsw_excess_risk(data, Phi, rho, theta_hat[:, :3])
+
+
+def _bracket_by_loops(phi, rho, p, joint, lam, m, beta):
+    """Theorem 32's braces term by term, with plain loops (the reference)."""
+    n, d = phi.shape
+    big = np.linalg.norm(phi, 2) ** 2 * max(rho) ** 2
+    rho2 = sum(r * r for r in rho)
+    phi2 = [float(phi[s] @ phi[s]) for s in range(n)]
+    total = sum(rho[s] * p[s] * (d * big / 2 + 2 * rho2 * phi2[s]) for s in range(n))
+    total += lam * d * rho2 / m
+    total += d * big / (4 * np.e * beta) * sum(rho[s] * (1 - p[s]) ** m for s in range(n)) / m
+    total += m / lam * big * sum(rho[s] * rho[t] * p[s] * p[t] * phi2[s]
+                                 for s in range(n) for t in range(n))
+    inner = sum(rho[s] ** 2 * phi2[s] * (p[s] - p[s] ** 2) for s in range(n))
+    inner += sum(rho[s] * rho[t] * phi2[s] * (joint[s, t] - p[s] * p[t] + (p[s] - joint[s, t])
+                                              * (1 - p[t]) ** (m - 1) / (2 * np.e * beta))
+                 for s in range(n) for t in range(n) if s != t)
+    return total + big / lam * inner
+
+
+def test_theorem32_bracket_matches_the_printed_formula_term_by_term():
+    rng = np.random.default_rng(4)
+    phi, rho = rng.random((5, 3)), rng.random(5)
+    p = rng.uniform(0.2, 0.6, 5)
+    joint = np.minimum.outer(p, p) * 0.5
+    np.fill_diagonal(joint, p)
+    lam = 2 * np.linalg.norm(phi, 2) ** 2 * rho.max()
+    assert u.theorem32_bracket(phi, rho, p, joint, lam, 40, 0.05) == pytest.approx(
+        _bracket_by_loops(phi, rho, p, joint, lam, 40, 0.05), rel=1e-12)
+    with pytest.raises(ValueError, match="diagonal"):
+        u.theorem32_bracket(phi, rho, p, joint * 0.5, lam, 40, 0.05)
+
+
+def test_theorem32_fails_on_one_step_trajectories():
+    """The counterexample of the errata: 10 states, one-step trajectories from a uniform
+    start, Phi = I, rho = 1, lambda = 2, m = 500, eps = delta = 0.1."""
+    n, m, lam = 10, 500, 2.0
+    phi, rho, p = np.eye(n), np.ones(n), np.full(n, 0.1)
+    _, beta = b.smoothing_constants(0.1, 0.1, n)
+    bracket = u.theorem32_bracket(phi, rho, p, np.diag(p), lam, m, beta)
+    counts = np.random.default_rng(0).multinomial(m, p, size=500)
+    true = u.lsl_risk_over_c2(counts, phi, rho, lam, m, beta)
+    assert bracket == pytest.approx(275.4, abs=0.05)
+    assert true.min() > 2 * bracket
+
+
+def test_lsl_risk_over_c2_is_the_expected_excess_risk_over_c_lambda_squared():
+    mdp = ChainMDP(n_states=6)
+    phi, rho, lam, eps, delta = tabular_features(6), mdp.start_probabilities, 3.0, 1.0, 0.1
+    data = b.first_visit_data(mdp.sample((4, 30), np.random.default_rng(1)), mdp.gamma, 6, 1.0)
+    alpha, beta = b.smoothing_constants(eps, delta, 6)
+    c_lambda = 2 * alpha * data.return_bound * np.linalg.norm(phi, 2) / (
+        lam - np.linalg.norm(phi, 2) ** 2 * rho.max())
+    assert np.allclose(u.lsl_risk_over_c2(data.counts, phi, rho, lam, 30, beta) * c_lambda**2,
+                       u.lsl_expected_excess_risk(data, phi, rho, lam, eps, delta), rtol=1e-12)

@@ -28,17 +28,34 @@ def _branches(node: ast.expr):
         yield node
 
 
+def _literal(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> bool:
+    """Whether ``node`` may evaluate to a literal, following names assigned in the cell."""
+    for branch in _branches(node):
+        if isinstance(branch, ast.Constant):
+            return True
+        if isinstance(branch, ast.Name) and any(_literal(value, {})
+                                                for value in assigned.get(branch.id, [])):
+            return True
+    return False
+
+
 def literal_verdicts(source: str) -> list[str]:
     """The ``holds`` / ``partly`` arguments of the ``claim`` calls in ``source`` that can
-    evaluate to a literal."""
+    evaluate to a literal, directly or through a name assigned in the same source."""
+    tree = ast.parse(source)
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim"):
             continue
         criteria = node.args[2:3] + [k.value for k in node.keywords
                                      if k.arg in ("holds", "partly")]
-        found += [ast.unparse(c) for c in criteria
-                  if any(isinstance(b, ast.Constant) for b in _branches(c))]
+        found += [ast.unparse(c) for c in criteria if _literal(c, assigned)]
     return found
 
 
@@ -46,7 +63,9 @@ def literal_verdicts(source: str) -> list[str]:
     ('claim("A", "s", True)', True), ('claim("A", "s", x, partly=True)', True),
     ('claim("A", "s", x or "PARTIAL")', True), ('claim("A", "s", True if a else b)', True),
     ('claim("A", "s", bool(False))', True), ('claim("A", "s", holds=a and not b)', False),
-    ('claim("A", "s", x < 1.5, partly=y is not None)', False)])
+    ('claim("A", "s", x < 1.5, partly=y is not None)', False),
+    ('v = "HOLDS" if a else "FAILS"\nclaim("A", "s", v)', True),
+    ('v = a and b\nclaim("A", "s", v)', False)])
 def test_literal_verdicts_are_found(source, literal):
     assert bool(literal_verdicts(source)) == literal
 

@@ -14,8 +14,9 @@ import numpy as np
 
 from dprl.balle2016.estimators import lsl, lsw
 from dprl.balle2016.inputs import features_matrix, regression_weights, ridge, state_weights
-from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_noise_scale)
-from dprl.balle2016.smooth_sensitivity import smoothing_constants
+from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_noise_scale,
+                                       ridge_constant)
+from dprl.balle2016.smooth_sensitivity import lsl_smooth_bound, smoothing_constants
 from dprl.balle2016.statistics import Statistics, require_summary, visit_weights
 from dprl.validation import require_array, require_positive
 
@@ -152,6 +153,61 @@ def lsw_excess_risk_bound(features, weights, visit_probabilities, m, eps: float,
                  + factor * (1 - (1 - np.exp(-beta)) * ps) ** mm)
     total = weights[~plus].sum() + (ws * terms).sum(axis=-1)
     return scale**2 * frobenius2 * total
+
+
+def theorem32_bracket(features, rho, visit_probabilities, joint_visit_probabilities,
+                      lam: float, m: int, beta: float) -> float:
+    """The braces of Theorem 32 (Balle et al. 2016, App. E), as printed: the bound on
+    ``E_{X,eta}[J_X^lambda(theta_hat) - J_X^lambda(theta)] / C_lambda^2`` for ``m`` i.i.d.
+    trajectories with ``p_s = P[s in x]`` and ``p_{s,s'} = P[s in x and s' in x]``
+    (``joint_visit_probabilities``, its diagonal ``p_s``; ``pbar_{s,s'} = p_s - p_{s,s'}``)::
+
+        sum_s rho_s p_s (d ||Phi||^2 ||rho||_inf^2 / 2 + 2 ||rho||_2^2 ||phi_s||^2)
+        + (lambda / m) d ||rho||_2^2
+        + (1/m) d ||Phi||^2 ||rho||_inf^2 / (4 e beta) sum_s rho_s (1 - p_s)^m
+        + (m / lambda) ||Phi||^2 ||rho||_inf^2 sum_{s,s'} rho_s rho_s' p_s p_s' ||phi_s||^2
+        + (1 / lambda) ||Phi||^2 ||rho||_inf^2 (sum_s rho_s^2 ||phi_s||^2 (p_s - p_s^2)
+            + sum_{s != s'} rho_s rho_s' ||phi_s||^2 (p_{s,s'} - p_s p_s'
+                                                     + pbar_{s,s'} (1 - p_s')^(m-1) / (2 e beta)))
+
+    Norms of ``Phi`` are spectral, as everywhere in :mod:`dprl.balle2016`."""
+    features = require_array("features", features, ndim=2)
+    n_states, d = features.shape
+    rho = regression_weights(rho, n_states)
+    p = require_array("visit_probabilities", visit_probabilities, shape=(n_states,))
+    joint = require_array("joint_visit_probabilities", joint_visit_probabilities,
+                          shape=(n_states, n_states))
+    if not np.allclose(np.diag(joint), p):
+        raise ValueError("joint_visit_probabilities must have the visit probabilities on its "
+                         "diagonal")
+    lam, beta = require_positive("lam", lam), require_positive("beta", beta)
+    m = int(_sizes(m))
+    phi2 = (features**2).sum(axis=1)
+    big = np.linalg.norm(features, 2) ** 2 * rho.max() ** 2
+    rho2 = (rho**2).sum()
+    off = ~np.eye(n_states, dtype=bool)
+    pair = (joint - np.outer(p, p)
+            + (p[:, None] - joint) * (1 - p[None, :]) ** (m - 1) / (2 * np.e * beta))
+    return float((rho * p * (d * big / 2 + 2 * rho2 * phi2)).sum()
+                 + lam * d * rho2 / m
+                 + d * big / (4 * np.e * beta) * (rho * (1 - p) ** m).sum() / m
+                 + m / lam * big * (rho * p * phi2).sum() * (rho * p).sum()
+                 + big / lam * ((rho**2 * phi2 * (p - p**2)).sum()
+                                + (np.outer(rho * phi2, rho) * pair)[off].sum()))
+
+
+def lsl_risk_over_c2(counts, features, rho, lam: float, m: int, beta: float) -> np.ndarray:
+    """What Theorem 32 bounds, data set by data set: ``E_eta[J_X^lambda(theta_hat) -
+    J_X^lambda(theta) | X] / C_lambda^2 = (lambda d / (2m) + (1/m) sum_s rho_s ||phi_s||^2
+    |X_s|) psi_X^lambda`` (Lemma 29 with ``sigma_X = C_lambda sqrt(psi_X^lambda)``, Algorithm 2's
+    ``psi``), for visit ``counts`` ``(*datasets, N)`` of ``m`` trajectories."""
+    features = require_array("features", features, ndim=2)
+    rho = regression_weights(rho, features.shape[0])
+    counts = np.asarray(counts)
+    psi = lsl_smooth_bound(counts, m, rho, ridge_constant(features, rho, lam), beta)
+    trace = lam * features.shape[1] / (2 * m) + (rho * (features**2).sum(axis=1) * counts).sum(
+        axis=-1) / m
+    return trace * psi
 
 
 def corollary13_rate(lam, m) -> np.ndarray:
