@@ -396,3 +396,34 @@ def authors_calibration(eps: float, n_updates: int, resets: int, *, variant: str
     return calibrate_theorem5(eps, delta_total / 2, require_int("n_updates", n_updates) * batch,
                               batch, alpha, lipschitz, resets, delta_total / 2,
                               variant=variant, tail=tail)
+
+
+def theorem5_premises(config: QLearningConfig, calibration: Theorem5Calibration,
+                      lipschitz: float, mdp: LineMDP = LineMDP(), *,
+                      assumed_lipschitz: float = AUTHORS_SETTING["lipschitz"],
+                      tail_delta: float = AUTHORS_SETTING["delta_total"] / 2) -> dict[str, float]:
+    """What the proof of Theorem 5 (Wang & Hegde 2019) needs of a run, measured on
+    ``config`` and its ``calibration``: ``updates_per_path``, the SGD updates each noise path
+    serves (the proof adds a fresh Gaussian-process draw per update: needs <= 1);
+    ``plain_sgd_squared``, 1.0 when the update is line 22's plain SGD step on line 20's
+    squared loss without clamping (the proof's one-step bound ``||Q - Q_0||_inf <= v L``),
+    else 0.0; ``lipschitz_over_assumed``, a measured Lipschitz constant of the network over
+    the L the calibration assumed (needs <= 1; a measurement on one run is a lower bound on
+    the worst case the proof needs); ``tail_margin_in_sigma``, ``(k - 8.68 sqrt(beta)
+    sigma) / sigma``, against ``tail_margin_needed``, ``sqrt(2 ln(2 J / tail_delta))``, for
+    the Borell-TIS tail with Lemma 8's mean bound to stay within ``tail_delta``
+    (:func:`lemma8_tail_bound`)."""
+    if not isinstance(calibration, Theorem5Calibration):
+        raise ValueError(f"calibration must be a Theorem5Calibration, got "
+                         f"{type(calibration).__name__}")
+    updates = dp_sgd_updates(config, mdp)
+    paths = -(-n_rewards(config, mdp) // config.reset_period)
+    plain = (config.optimizer == "sgd" and config.loss == "squared" and config.grad_clip is None)
+    margin = (calibration.k - lemma8_offset(calibration.sigma, calibration.beta)) / calibration.sigma
+    return {"updates_per_path": updates / min(paths, updates),
+            "plain_sgd_squared": float(plain),
+            "lipschitz_over_assumed": require_positive("lipschitz", lipschitz)
+            / require_positive("assumed_lipschitz", assumed_lipschitz),
+            "tail_margin_in_sigma": margin,
+            "tail_margin_needed": math.sqrt(2 * math.log(2 * min(paths, updates) / require_probability(
+                "tail_delta", tail_delta, open_low=True, open_high=True)))}
