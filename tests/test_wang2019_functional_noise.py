@@ -8,7 +8,7 @@ from scipy import stats
 
 from dprl.wang2019 import functional_noise
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
-                                      ou_conditioning, query_times)
+                                      ou_conditioning, query_operations, query_times)
 from dprl.wang2019.functional_noise import (OUPath, conditional_moments,
                                             dense_conditional_moments, dense_conditional_sample,
                                             ou_kernel)
@@ -194,6 +194,34 @@ def test_benchmark_pair_does_equivalent_work():
 def test_query_times_and_slope():
     assert np.all(query_times([10, 100], 10) > 0)
     assert loglog_slope([10, 100, 1000], [1.0, 10.0 ** 1.5, 10.0 ** 3]) == pytest.approx(1.5)
+
+
+def test_operation_count_of_a_first_batch_by_hand():
+    # 100 new points into an empty path: sort 100 ceil(log2 100) = 700 comparisons, no run to
+    # search, 100 bridge draws, 100 moves into run 0 (capacity 64, overflows) and 100 into run 1
+    path = OUPath(SIGMA, BETA, np.random.default_rng(0))
+    path(np.random.default_rng(1).random(100))
+    assert path.operations == 700 + 100 + 200
+    # one more point: 2 runs (0 empty, 1 with 100 points): ceil(log2 101) + 1 = 8, one bridge,
+    # one move into run 0
+    before = path.operations
+    path(0.123456)
+    assert path.operations - before == 8 + 1 + 1
+    # a point already stored costs only its search, found in run 0 (1 point): 1 + 1
+    before = path.operations
+    path(0.123456)
+    assert path.operations - before == 2
+
+
+def test_operation_counts_grow_like_n_log_n_whatever_the_points():
+    sizes = np.array([10_000, 100_000])
+    batched = query_operations(sizes, 1000)
+    assert np.array_equal(batched, query_operations(sizes, 1000, seed=7))
+    assert 1.0 < loglog_slope(sizes, batched) < 1.25
+    single = query_operations(sizes // 10, 1)
+    assert 1.0 < loglog_slope(sizes // 10, single) < 1.25
+    # a structure with one sorted array (O(N) moves per insert) would have slope ~2
+    assert np.all(batched < sizes * np.log2(sizes) ** 2)
 
 
 @pytest.mark.parametrize("kwargs", [
