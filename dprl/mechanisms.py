@@ -91,7 +91,12 @@ def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float,
 def laplace_scale(sensitivity: float, eps: float) -> float:
     """Laplace scale b = Delta_1 / eps, which gives eps-DP (Dwork, McSherry, Nissim & Smith
     2006, Prop. 1)."""
-    return require_positive("sensitivity", sensitivity) / require_epsilon(eps)
+    sensitivity, eps = require_positive("sensitivity", sensitivity), require_epsilon(eps)
+    scale = sensitivity / eps
+    if not math.isfinite(scale):
+        raise ValueError(f"sensitivity / eps overflows a float (sensitivity={sensitivity}, "
+                         f"eps={eps}): no finite Laplace scale")
+    return scale
 
 
 def gaussian_mechanism(value: ArrayLike, sensitivity: float, eps: float, delta: float,

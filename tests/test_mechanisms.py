@@ -96,6 +96,9 @@ def test_gaussian_epsilon_of_k_fold_composition_matches_privacy_loss_sum():
 
 def test_laplace_scale():
     assert M.laplace_scale(2.0, 0.5) == 4.0
+    assert M.laplace_scale(1e300, 1.0) == 1e300
+    with pytest.raises(ValueError, match="overflows"):
+        M.laplace_scale(1e300, 1e-300)
 
 
 @pytest.mark.parametrize("calibration", ["classic", "analytic"])
