@@ -252,3 +252,17 @@ def test_bad_reference_inputs_raise():
         ou_kernel([0.1], [0.2], 1.0, -1.0)
     with pytest.raises(ValueError):
         loglog_slope([1.0], [1.0])
+
+
+def test_a_repeated_observation_counts_once():
+    x_obs, g_obs, x_new = [0.2, 0.5, 0.2, 0.9], [1.0, -0.3, 1.0, 0.4], [0.1, 0.3, 0.7]
+    once = dense_conditional_moments([0.2, 0.5, 0.9], [1.0, -0.3, 0.4], x_new, 1.5, 2.0)
+    for got, want in zip(dense_conditional_moments(x_obs, g_obs, x_new, 1.5, 2.0), once):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    draw = dense_conditional_sample(x_obs, g_obs, [0.2], 1.5, 2.0, np.random.default_rng(0))
+    np.testing.assert_allclose(draw, [1.0], atol=1e-6)  # pinned at the observed value
+
+
+def test_a_point_observed_with_two_values_is_refused():
+    with pytest.raises(ValueError, match="x_obs repeats the point 0.2 with different g_obs"):
+        dense_conditional_moments([0.2, 0.5, 0.2], [1.0, 0.0, 2.0], [0.3], 1.0, 1.0)

@@ -272,15 +272,29 @@ def _merge(run: tuple[np.ndarray, np.ndarray],
     return merged_x, merged_v
 
 
+def _distinct_observations(x_obs: np.ndarray, g_obs: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The observations with repeated points merged: conditioning on g(x) = v twice is
+    conditioning on it once (the kernel matrix of repeated points is singular); a point
+    observed with two different values is impossible for a function, so it is refused."""
+    points, first, inverse = np.unique(x_obs, return_index=True, return_inverse=True)
+    if np.any(g_obs != g_obs[first][inverse]):
+        clash = x_obs[g_obs != g_obs[first][inverse]][0]
+        raise ValueError(f"x_obs repeats the point {clash} with different g_obs values")
+    return points, g_obs[first]
+
+
 def dense_conditional_moments(x_obs: ArrayLike, g_obs: ArrayLike, x_new: ArrayLike,
                               sigma: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance of g(x_new) given g(x_obs) = g_obs for g ~ GP(0, sigma^2
     exp(-beta |x - y|)) by a dense Cholesky solve on all observations, O(n^3): the generic
     Gaussian-process conditioning (Rasmussen & Williams 2006, Eq. 2.19) that Wang & Hegde
-    (2019, Prop. 9) avoid. Empty ``x_obs`` gives the prior."""
+    (2019, Prop. 9) avoid. Empty ``x_obs`` gives the prior; a point observed more than once
+    counts once (with different values it is refused)."""
     x_obs = require_array("x_obs", x_obs, ndim=1, nonempty=False)
     g_obs = require_array("g_obs", g_obs, shape=x_obs.shape, nonempty=False)
     x_new = require_array("x_new", x_new, ndim=1)
+    x_obs, g_obs = _distinct_observations(x_obs, g_obs)
     prior = ou_kernel(x_new, x_new, sigma, beta)
     if x_obs.size == 0:
         return np.zeros(x_new.size), prior
