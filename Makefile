@@ -25,6 +25,12 @@ test: $(STAMP)
 	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
+# The built book in headless Chromium (installed from Debian's packages when missing): every
+# page typeset, the scorecard a table, no broken internal link; screenshots in _build/screens/
+.PHONY: check-book
+check-book: $(STAMP)
+	$(BIN)/python .ci/check_book.py _build/html --screens _build/screens
+
 lab: $(STAMP)
 	$(PINNED) $(BIN)/jupyter lab book/
 
