@@ -169,8 +169,10 @@ def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path
     screenshot = screens / (page.removesuffix(".html").replace("/", "__") + ".png")
     try:
         rendered = parse(render(browser, base_url + page, screenshot))
-    except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as failed:
-        return [f"{page}: the browser failed: {str(failed).split(']')[-1].strip()}"]
+    except subprocess.TimeoutExpired:
+        return [f"{page}: the browser did not finish loading it in {PAGE_TIMEOUT_S} s"]
+    except subprocess.CalledProcessError as failed:
+        return [f"{page}: the browser exited with status {failed.returncode}"]
     problems = math_problems(static, rendered, page)
     if page in TABLE_PAGES and not rendered.tags.get("table"):
         problems.append(f"{page}: no <table> (the scorecard rendered as text)")

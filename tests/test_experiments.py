@@ -201,6 +201,10 @@ def test_load_or_run_loads_a_current_result_and_names_the_default_command(tmp_pa
     with pytest.raises(ValueError, match=f"{RECOMPUTE_ENV} must be 1 or 0"):
         load_or_run("test-toy", "smoke", results_dir=tmp_path / "empty")
     monkeypatch.delenv(RECOMPUTE_ENV)
+    with pytest.raises(ValueError, match="unknown experiment 'test-tyo'"):
+        load_or_run("test-tyo", "smoke", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="unknown scale 'huge'"):
+        load_or_run("test-toy", "huge", results_dir=tmp_path)
     with pytest.raises(ResultNotCurrent, match=r"(?m)^    python -m dprl run test-toy "
                                                r"--scale paper$"):
         load_or_run("test-toy")  # the committed results folder holds no toy result

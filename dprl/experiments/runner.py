@@ -174,6 +174,7 @@ def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None
     the environment when ``recompute`` is None. A current result is always loaded, never
     recomputed (``python -m dprl run`` does that).
     """
+    get(experiment_id).config(scale)  # an unknown id or scale fails here, naming it
     state = status(experiment_id, scale, results_dir)
     if state == "current":
         return load(experiment_id, scale, results_dir)
