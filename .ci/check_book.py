@@ -186,10 +186,17 @@ class QuietHandler(SimpleHTTPRequestHandler):
         """No access log."""
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """No traceback when the browser drops a connection (a page that timed out)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def serve(root: Path) -> ThreadingHTTPServer:
     """An HTTP server of ``root`` on 127.0.0.1 (a free port), running in a thread."""
     handler = functools.partial(QuietHandler, directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
