@@ -14,10 +14,12 @@ usage: python .ci/check_book.py [HTML_DIR] [--screens DIR] [--jobs N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -155,12 +157,22 @@ def find_browser() -> str:
 
 
 def render(browser: str, url: str, screenshot: Path) -> str:
-    """The DOM of ``url`` after its scripts ran; saves its screenshot on the way."""
-    with tempfile.TemporaryDirectory(prefix="check-book-") as profile:
-        return subprocess.run(
-            [browser, *BROWSER_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-             f"--screenshot={screenshot}", url],
-            capture_output=True, text=True, timeout=PAGE_TIMEOUT_S, check=True).stdout
+    """The DOM of ``url`` after its scripts ran; saves its screenshot on the way. The browser
+    runs in its own session, so that a timeout ends all its processes."""
+    with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
+        command = [browser, *BROWSER_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                   f"--screenshot={screenshot}", url]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, start_new_session=True)
+        try:
+            dom, _ = process.communicate(timeout=PAGE_TIMEOUT_S)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command)
+    return dom
 
 
 def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path) -> list[str]:
