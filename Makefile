@@ -45,6 +45,13 @@ test: $(STAMP)
 # Extra options for JupyterLab, e.g. in a container run as root:
 # make lab LAB_ARGS="--allow-root --no-browser --ip=0.0.0.0"
 LAB_ARGS ?=
+
+# The built book in headless Chromium (installed from Debian's packages when missing): every
+# page typeset, the scorecard a table, no broken internal link; screenshots in _build/screens/
+.PHONY: check-book
+check-book: $(STAMP)
+	$(BIN)/python .ci/check_book.py _build/html --screens _build/screens
+
 lab: $(STAMP)
 	$(PINNED) $(BIN)/jupyter lab book/ $(LAB_ARGS)
 

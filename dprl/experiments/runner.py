@@ -120,14 +120,14 @@ def load(experiment_id: str, scale: str = "paper",
     if not arrays_path.exists() or not sidecar_path.exists():
         raise FileNotFoundError(
             f"no stored result for {experiment_id!r} at scale {scale!r} in {results_dir}; "
-            f"run: python -m dprl run {experiment_id} --scale {scale}")
+            f"run: {regenerate_command(experiment_id, scale, results_dir)}")
     record = _sidecar(sidecar_path)
     if record is None:
         raise ValueError(f"{sidecar_path} is unreadable; regenerate it: "
-                         f"python -m dprl run {experiment_id} --scale {scale}")
+                         f"{regenerate_command(experiment_id, scale, results_dir)}")
     if record.get("sha256") != _sha256(arrays_path):
         raise ValueError(f"{arrays_path} does not match the checksum in {sidecar_path.name}; "
-                         f"regenerate it: {record.get('command')}")
+                         f"regenerate it: {regenerate_command(experiment_id, scale, results_dir)}")
     with np.load(arrays_path) as stored:
         arrays = {name: stored[name] for name in stored.files}
     return Result(arrays, record)
@@ -143,15 +143,61 @@ def status(experiment_id: str, scale: str = "paper",
     record = _sidecar(sidecar_path)
     if record is None or record.get("sha256") != _sha256(arrays_path):
         return "corrupt"
-    current = record["config"] == config_to_dict(get(experiment_id).config(scale))
+    current = record.get("config") == config_to_dict(get(experiment_id).config(scale))
     return "current" if current else "stale"
 
 
-def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool = False,
-                results_dir: Path | str = RESULTS_DIR, progress: bool = False) -> Result:
-    """The stored result when it is current; otherwise (or with ``recompute``) run it anew."""
-    if not recompute and status(experiment_id, scale, results_dir) == "current":
+RECOMPUTE_ENV = "DPRL_RECOMPUTE"
+_STATES = {"missing": "is missing",
+           "corrupt": "is corrupt (its sidecar is unreadable or its arrays do not match its checksum)",
+           "stale": "is stale (computed with a config that differs from the registered one)"}
+
+
+class ResultNotCurrent(RuntimeError):
+    """A chapter asked for a stored result that is missing, stale or corrupt."""
+
+
+def regenerate_command(experiment_id: str, scale: str = "paper",
+                       results_dir: Path | str = RESULTS_DIR) -> str:
+    """The command line that (re)computes and stores a result."""
+    command = f"python -m dprl run {experiment_id} --scale {scale}"
+    if Path(results_dir).resolve() != RESULTS_DIR.resolve():
+        command += f" --results-dir {results_dir}"
+    return command
+
+
+def recompute_requested(recompute: bool | None = None) -> bool:
+    """``recompute`` when given, else the environment variable ``DPRL_RECOMPUTE`` (1/0,
+    true/false, yes/no; unset or empty means no)."""
+    if recompute is not None:
+        return bool(recompute)
+    value = os.environ.get(RECOMPUTE_ENV, "").strip().lower()
+    if value not in {"", "0", "1", "false", "true", "no", "yes"}:
+        raise ValueError(f"{RECOMPUTE_ENV} must be 1 or 0 (true/false, yes/no), got {value!r}")
+    return value in {"1", "true", "yes"}
+
+
+def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None = None,
+                results_dir: Path | str = RESULTS_DIR, progress: bool = True) -> Result:
+    """The stored result of ``experiment_id`` when it is current: what chapters call.
+
+    A missing, stale or corrupt result stops with :class:`ResultNotCurrent`, whose message
+    names the command that regenerates it; it is computed here (resuming saved batches, with
+    a progress bar) only when the reader asks: ``recompute=True``, or ``DPRL_RECOMPUTE=1`` in
+    the environment when ``recompute`` is None. A current result is always loaded, never
+    recomputed (``python -m dprl run`` does that).
+    """
+    get(experiment_id).config(scale)  # an unknown id or scale fails here, naming it
+    state = status(experiment_id, scale, results_dir)
+    if state == "current":
         return load(experiment_id, scale, results_dir)
+    if not recompute_requested(recompute):
+        raise ResultNotCurrent(
+            f"the stored {scale}-scale result of {experiment_id!r} in {results_dir} "
+            f"{_STATES[state]}. Regenerate it with:\n    "
+            f"{regenerate_command(experiment_id, scale, results_dir)}\n"
+            f"(or compute it here, with a progress bar: pass recompute=True, or set "
+            f"{RECOMPUTE_ENV}=1 in the environment)")
     return run(experiment_id, scale, results_dir, progress=progress)
 
 
