@@ -1,0 +1,188 @@
+"""Empirical privacy audits of the book's mechanisms (issue 17; chapter book/appendix/audits).
+
+Every audit runs a mechanism ``runs_per_trial`` times per trial on each of two neighbouring
+inputs ``D`` (null) and ``D'`` (alternative), computes the attack's statistic (large values
+point to ``D'``) and stores its histograms over the config's ``edges``; the chapter turns the
+histograms into the held-out lower bound of :func:`dprl.audit.split_lower_bound` (the first
+half of the trials choose the test, the second half evaluate it).
+
+- ``audit-gaussian``: the Gaussian mechanism (analytic calibration, Balle & Wang 2018) on a
+  scalar query of sensitivity 1, ``f(D) = 0`` against ``f(D') = 1``; black-box (the release is
+  the output, the optimal statistic is the output itself).
+- ``audit-laplace``: the Laplace mechanism (Dwork et al. 2006) on the same pair.
+- ``audit-xie2019-paper`` / ``audit-xie2019-sound``: GPOPE's privatised gradient steps (Xie,
+  Thomas & Miklau 2019, Alg. 1), white-box: every noisy gradient is released, as the privacy
+  proof assumes. The canary trajectory's clipped gradient is ``+h e_1`` in ``D`` and ``-h e_1``
+  in ``D'`` (replace-one: a difference of ``2h``); the other ``m - 1`` trajectories have zero
+  features, hence zero gradient (Eq. 4.1: ``A_i = C_i = 0``, ``b_i = 0``). Each of the ``N``
+  iterations samples one trajectory uniformly and adds ``h N(0, sigma^2 I)``; the coordinates
+  other than ``e_1`` carry no information about the pair, so the statistic is the exact
+  log-likelihood ratio of the ``e_1`` coordinates, ``sum_t log [(1-q) phi(x_t) + q phi(x_t + 1)]
+  - log [(1-q) phi(x_t) + q phi(x_t - 1)]`` with ``q = 1/m``, ``x_t`` in units of ``h``.
+  ``-paper`` uses the paper's Lemma 1 sigma (which assumes neighbours differ by ``h``),
+  ``-sound`` the full accountant's (:func:`~dprl.xie2019.privacy.gpope_sigma`, ``2h``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from dprl.audit import Bound, histogram, split_lower_bound
+from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon, laplace_scale
+from dprl.xie2019.privacy import gpope_epsilon, gpope_sigma, lemma1_sigma
+
+#: (null, alternative) statistics of a trial's runs, each ``(runs,)``
+Statistics = tuple[np.ndarray, np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AuditConfig(TrialConfig):
+    """Runs per trial and world, the claimed ``(eps, delta)`` and the histogram's edges
+    (``n_edges`` equally spaced over ``[edge_low, edge_high]``: the thresholds tried)."""
+
+    runs_per_trial: int
+    eps: float = 1.0
+    delta: float = 1e-5
+    edge_low: float
+    edge_high: float
+    n_edges: int = 2001
+
+    @property
+    def edges(self) -> np.ndarray:
+        """The thresholds of the audit's tests."""
+        return np.linspace(self.edge_low, self.edge_high, self.n_edges)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GPOPEAuditConfig(AuditConfig):
+    """GPOPE's iterations ``N``, trajectories ``m`` and which calibration sets sigma."""
+
+    n_iterations: int = 100
+    m: int = 100
+    calibration: str = "paper"
+
+    @property
+    def sigma(self) -> float:
+        """Noise multiplier: Lemma 1's (``"paper"``) or the full accountant's (``"sound"``)."""
+        if self.calibration == "paper":
+            return lemma1_sigma(self.eps, self.delta, self.n_iterations, self.m)
+        if self.calibration == "sound":
+            return gpope_sigma(self.eps, self.delta, self.n_iterations, self.m)
+        raise ValueError(f"calibration must be 'paper' or 'sound', got {self.calibration!r}")
+
+
+def audited_bound(config: AuditConfig, arrays: dict[str, np.ndarray],
+                  confidence: float = 0.95) -> Bound:
+    """The held-out lower bound on eps at the config's delta from an audit's stored
+    histograms (:func:`dprl.audit.split_lower_bound`)."""
+    return split_lower_bound(arrays["null_counts"], arrays["alternative_counts"], config.edges,
+                             config.delta, confidence)
+
+
+def accountant_epsilon(config: AuditConfig) -> float:
+    """The tightest accountant's eps at the config's delta for the audited mechanism: the
+    exact Gaussian profile (Balle & Wang 2018, Thm. 8), the Laplace mechanism's eps, and for
+    GPOPE the full WBK bound under replace-one (:func:`~dprl.xie2019.privacy.gpope_epsilon`,
+    sensitivity 2h) at the calibration's sigma."""
+    if isinstance(config, GPOPEAuditConfig):
+        return gpope_epsilon(config.sigma, config.delta, config.n_iterations, config.m)
+    if config.delta == 0:
+        return config.eps
+    return gaussian_epsilon(config.delta, 1.0,
+                            analytic_gaussian_sigma(1.0, config.eps, config.delta))
+
+
+def _histogram_trials(config: AuditConfig, rngs: Sequence[np.random.Generator],
+                      sample: Callable[[AuditConfig, np.random.Generator], Statistics]
+                      ) -> dict[str, np.ndarray]:
+    """Per-trial histograms of both worlds' statistics, each trial from its own generator."""
+    pairs = [sample(config, rng) for rng in rngs]
+    return {"null_counts": np.stack([histogram(null, config.edges) for null, _ in pairs]),
+            "alternative_counts": np.stack([histogram(alt, config.edges) for _, alt in pairs])}
+
+
+def gaussian_statistics(config: AuditConfig, rng: np.random.Generator) -> Statistics:
+    """Outputs / sigma of the analytic Gaussian mechanism on f(D) = 0 and f(D') = 1."""
+    sigma = analytic_gaussian_sigma(1.0, config.eps, config.delta)
+    null = rng.normal(0.0, sigma, config.runs_per_trial)
+    alternative = 1.0 + rng.normal(0.0, sigma, config.runs_per_trial)
+    return null / sigma, alternative / sigma
+
+
+def laplace_statistics(config: AuditConfig, rng: np.random.Generator) -> Statistics:
+    """Outputs / b of the Laplace mechanism (b = 1/eps) on f(D) = 0 and f(D') = 1."""
+    scale = laplace_scale(1.0, config.eps)
+    null = rng.laplace(0.0, scale, config.runs_per_trial)
+    alternative = 1.0 + rng.laplace(0.0, scale, config.runs_per_trial)
+    return null / scale, alternative / scale
+
+
+def gpope_log_likelihood_ratio(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    """Sum over the last axis (iterations) of the log-likelihood ratio of ``D'`` (canary
+    gradient ``-1``, sampled with probability ``q``) against ``D`` (``+1``) for noisy
+    gradient coordinates ``x`` of noise ``N(0, sigma^2)``, in units of ``h``."""
+    def log_mixture(shift: float) -> np.ndarray:
+        return np.logaddexp(np.log1p(-q) - x**2 / (2 * sigma**2),
+                            np.log(q) - (x - shift) ** 2 / (2 * sigma**2))
+    return (log_mixture(-1.0) - log_mixture(1.0)).sum(axis=-1)
+
+
+def gpope_statistics(config: GPOPEAuditConfig, rng: np.random.Generator) -> Statistics:
+    """White-box GPOPE audit (module docstring): per run, ``N`` iterations each sampling the
+    canary with probability ``1/m`` and releasing its clipped gradient's ``e_1`` coordinate
+    (``+1`` in D, ``-1`` in D', 0 for the others) plus ``N(0, sigma^2)``."""
+    sigma, q = config.sigma, 1 / config.m
+    shape = (config.runs_per_trial, config.n_iterations)
+    statistics = []
+    for sign in (1.0, -1.0):
+        canary = rng.integers(config.m, size=shape) == 0
+        x = sign * canary + rng.normal(0.0, sigma, shape)
+        statistics.append(gpope_log_likelihood_ratio(x, sigma, q))
+    return statistics[0], statistics[1]
+
+
+def _register(id: str, title: str, sample, smoke: AuditConfig, paper: AuditConfig) -> Experiment:
+    return register(Experiment(
+        id=id, title=title, chapter="book/appendix/audits.ipynb",
+        configs={"smoke": smoke, "paper": paper},
+        run_trials=lambda config, rngs: _histogram_trials(config, rngs, sample)))
+
+
+_GAUSSIAN_EDGES = dict(edge_low=-6.0, edge_high=6.5, n_edges=2501)
+GAUSSIAN = _register(
+    "audit-gaussian", "Audit of the analytic Gaussian mechanism (eps = 1, delta = 1e-5)",
+    gaussian_statistics,
+    AuditConfig(n_trials=4, root_seed=1701, batch_size=4, runs_per_trial=5000,
+                **_GAUSSIAN_EDGES),
+    AuditConfig(n_trials=100, root_seed=1701, batch_size=10, runs_per_trial=10000,
+                **_GAUSSIAN_EDGES))
+
+_LAPLACE_EDGES = dict(edge_low=-15.0, edge_high=16.0, n_edges=3101)
+LAPLACE = _register(
+    "audit-laplace", "Audit of the Laplace mechanism (eps = 1)", laplace_statistics,
+    AuditConfig(n_trials=4, root_seed=1702, batch_size=4, runs_per_trial=5000, delta=0.0,
+                **_LAPLACE_EDGES),
+    AuditConfig(n_trials=100, root_seed=1702, batch_size=10, runs_per_trial=10000,
+                delta=0.0, **_LAPLACE_EDGES))
+
+
+def _gpope_audit(calibration: str, root_seed: int, edge: float) -> Experiment:
+    """GPOPE's white-box audit at eps = 1, delta = 1e-5, N = m = 100 (Lemma 1's sigma 1.168,
+    the full accountant's 2.418); statistics fall within +-``edge``."""
+    edges = dict(edge_low=-edge, edge_high=edge, n_edges=3001, calibration=calibration)
+    return _register(
+        f"audit-xie2019-{calibration}",
+        f"White-box audit of GPOPE's gradient steps, {calibration} calibration "
+        "(eps = 1, delta = 1e-5, N = m = 100)", gpope_statistics,
+        GPOPEAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=1000,
+                         **edges),
+        GPOPEAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
+                         runs_per_trial=10000, **edges))
+
+
+XIE2019_PAPER = _gpope_audit("paper", 1703, 1.5)
+XIE2019_SOUND = _gpope_audit("sound", 1704, 0.75)
