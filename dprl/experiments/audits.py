@@ -21,6 +21,27 @@ half of the trials choose the test, the second half evaluate it).
   - log [(1-q) phi(x_t) + q phi(x_t - 1)]`` with ``q = 1/m``, ``x_t`` in units of ``h``.
   ``-paper`` uses the paper's Lemma 1 sigma (which assumes neighbours differ by ``h``),
   ``-sound`` the full accountant's (:func:`~dprl.xie2019.privacy.gpope_sigma`, ``2h``).
+- ``audit-balle2016-lsw`` / ``audit-balle2016-lsl``: DP-LSW and DP-LSL (Balle, Gomrokchi &
+  Precup 2016, Algs. 1-2) as released, noise scale computed from the data set, on neighbouring
+  data sets of ``m`` trajectories of an ``N``-state chain (tabular features, uniform weights):
+  ``m - 1`` trajectories start in the absorbing last state with return 0; the canary starts
+  in state 0 (so visits every state) with first-visit return ``F_max`` everywhere, and its
+  neighbour starts in the last state with return 0 (replace-one; returns at the ends of
+  ``[0, F_max]``, the worst case the theorems cover). Black-box: the auditor sees the release
+  ``N(theta_X, sigma_X^2 I)`` and uses the exact log-likelihood ratio of the two releases
+  (different means and, for DP-LSL, different sigmas).
+- ``audit-wang2019-proof`` / ``audit-wang2019-statement``: Algorithm 1 of Wang & Hegde (2019)
+  at the book's assumed authors' setting (eps = 0.9, T/B = 39 updates, J = 39 paths, delta
+  = 5e-5 for the mechanism and 5e-5 for the tail), sigma by Theorem 5 read with C inside the
+  root (the proof) or outside it. White-box: every update's noisy function ``Q_t + g_t``,
+  ``g_t ~ GP(0, sigma^2 exp(-beta |x - y|))``, is released, as the proof assumes. The canary
+  moves each update by ``f_t - f'_t = Delta f`` with ``||Delta f||_H = sqrt(C)``, the proof's
+  bound, approached by a sawtooth of slope +-L and vanishing amplitude at level ``v L``
+  (sup norm ``v L``, Lipschitz ``L``, Lemma 6 with ``beta = 1/v``). The log-likelihood ratio
+  of a Gaussian-process release is ``<g, Delta f>_H / sigma^2`` plus a constant (Hall,
+  Rinaldo & Wasserman 2013), exactly normal: each update contributes
+  ``y_t = z_t + [D'] sqrt(C) / sigma``, ``z_t ~ N(0, 1)``, drawn directly, and the statistic is
+  ``sum_t y_t / sqrt(T/B)``.
 """
 
 from __future__ import annotations
@@ -30,9 +51,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from dprl.accounting import smallest_sufficient_scale
 from dprl.audit import Bound, histogram, split_lower_bound
+from dprl.balle2016 import (FirstVisitSummary, dp_lsl_noise_scale, dp_lsw_noise_scale, lsl,
+                            lsw, smoothing_constants)
+from dprl.balle2016.calibration import smooth_gaussian_delta
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon, laplace_scale
+from dprl.wang2019.calibration import Theorem5Calibration, authors_calibration
 from dprl.xie2019.privacy import gpope_epsilon, gpope_sigma, lemma1_sigma
 
 #: (null, alternative) statistics of a trial's runs, each ``(runs,)``
@@ -87,13 +113,117 @@ def accountant_epsilon(config: AuditConfig) -> float:
     """The tightest accountant's eps at the config's delta for the audited mechanism: the
     exact Gaussian profile (Balle & Wang 2018, Thm. 8), the Laplace mechanism's eps, and for
     GPOPE the full WBK bound under replace-one (:func:`~dprl.xie2019.privacy.gpope_epsilon`,
-    sensitivity 2h) at the calibration's sigma."""
+    sensitivity 2h) at the calibration's sigma, for DP-LSW / DP-LSL the smoothed Gaussian
+    mechanism's exact profile at Lemma 1's constants (:func:`smoothed_gaussian_epsilon`),
+    for Wang 2019's T/B Gaussian-process releases one Gaussian mechanism of sensitivity
+    ``sqrt(T/B) sqrt(C)`` (:func:`~dprl.wang2019.calibration.exact_composition_delta`)."""
     if isinstance(config, GPOPEAuditConfig):
         return gpope_epsilon(config.sigma, config.delta, config.n_iterations, config.m)
+    if isinstance(config, WangAuditConfig):
+        return gaussian_epsilon(config.delta, np.sqrt(config.n_updates) * config.shift, 1.0)
+    if isinstance(config, BalleAuditConfig):
+        return smoothed_gaussian_epsilon(config.eps, config.delta, config.n_states)
     if config.delta == 0:
         return config.eps
     return gaussian_epsilon(config.delta, 1.0,
                             analytic_gaussian_sigma(1.0, config.eps, config.delta))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BalleAuditConfig(AuditConfig):
+    """The chain's ``N``, the data sets' ``m``, ``F_max``, the estimator and DP-LSL's ridge."""
+
+    estimator: str = "DP-LSW"
+    n_states: int = 5
+    m: int = 10
+    return_bound: float = 1.0
+    lam: float = 1.0
+
+    def pair(self) -> tuple[FirstVisitSummary, FirstVisitSummary]:
+        """The data sets ``X`` (with the canary) and ``X'`` (module docstring)."""
+        counts = np.zeros((2, self.n_states), dtype=np.int64)
+        counts[:, -1] = self.m - 1
+        counts[0] += 1  # the canary visits every state
+        counts[1, -1] += 1  # its neighbour only the last
+        sums = np.where(np.arange(2)[:, None] == 0, self.return_bound, 0.0) * (counts > 0)
+        sums[:, -1] = np.array([self.return_bound, 0.0])
+        return (FirstVisitSummary(counts[0], sums[0], self.m, self.return_bound),
+                FirstVisitSummary(counts[1], sums[1], self.m, self.return_bound))
+
+    def releases(self) -> tuple[tuple[np.ndarray, float], tuple[np.ndarray, float]]:
+        """(mean, sigma) of the release on ``X`` and on ``X'`` (Algorithm 1 or 2)."""
+        features, rho = np.eye(self.n_states), np.full(self.n_states, 1 / self.n_states)
+        if self.estimator == "DP-LSW":
+            return tuple((lsw(x, features, rho),
+                          float(dp_lsw_noise_scale(x, features, rho, self.eps, self.delta)))
+                         for x in self.pair())
+        if self.estimator == "DP-LSL":
+            return tuple((lsl(x, features, rho, self.lam),
+                          float(dp_lsl_noise_scale(x, features, rho, self.lam, self.eps,
+                                                   self.delta)))
+                         for x in self.pair())
+        raise ValueError(f"estimator must be 'DP-LSW' or 'DP-LSL', got {self.estimator!r}")
+
+
+def gaussian_log_likelihood_ratio(outputs: np.ndarray, null: tuple[np.ndarray, float],
+                                  alternative: tuple[np.ndarray, float]) -> np.ndarray:
+    """``log N(o; mu', sigma'^2 I) - log N(o; mu, sigma^2 I)`` over the last axis of
+    ``outputs``, for ``null = (mu, sigma)`` and ``alternative = (mu', sigma')``."""
+    (mean, sigma), (mean_alt, sigma_alt) = null, alternative
+    return (((outputs - mean) ** 2 / (2 * sigma**2)
+             - (outputs - mean_alt) ** 2 / (2 * sigma_alt**2)).sum(axis=-1)
+            - outputs.shape[-1] * np.log(sigma_alt / sigma))
+
+
+def balle_statistics(config: BalleAuditConfig, rng: np.random.Generator) -> Statistics:
+    """Releases of DP-LSW or DP-LSL on ``X`` and ``X'``, scored by the exact log-likelihood
+    ratio (black-box)."""
+    null, alternative = config.releases()
+    shape = (config.runs_per_trial, config.n_states)
+    return tuple(gaussian_log_likelihood_ratio(mean + sigma * rng.standard_normal(shape),
+                                               null, alternative)
+                 for mean, sigma in (null, alternative))
+
+
+def smoothed_gaussian_epsilon(eps: float, delta: float, d: int) -> float:
+    """The smallest eps' at which Lemma 1's smoothed Gaussian mechanism, with the constants
+    ``alpha, beta`` it sets for ``(eps, delta)`` in dimension ``d``, is ``(eps', delta)``-DP
+    by the exact profile of :func:`~dprl.balle2016.calibration.smooth_gaussian_delta` (a
+    numerical calibration over Lemma 1's allowed pairs, not a proof)."""
+    alpha, beta = smoothing_constants(eps, delta, d)
+    return smallest_sufficient_scale(lambda e: smooth_gaussian_delta(e, alpha, beta, d),
+                                     delta, initial=eps, rtol=1e-4)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WangAuditConfig(AuditConfig):
+    """Theorem 5's reading (``"proof"``: C inside the root, ``"statement"``: outside) and
+    the number of updates T/B (= paths J) at the authors' assumed setting."""
+
+    variant: str = "proof"
+    n_updates: int = 39
+
+    @property
+    def calibration(self) -> Theorem5Calibration:
+        """Theorem 5's k, beta, C, sigma (:func:`~dprl.wang2019.calibration.
+        authors_calibration`)."""
+        return authors_calibration(self.eps, self.n_updates, self.n_updates,
+                                   variant=self.variant)
+
+    @property
+    def shift(self) -> float:
+        """Per-update shift ``sqrt(C) / sigma`` of the whitened release."""
+        calibration = self.calibration
+        return float(np.sqrt(calibration.constant) / calibration.sigma)
+
+
+def wang_statistics(config: WangAuditConfig, rng: np.random.Generator) -> Statistics:
+    """White-box audit of Algorithm 1's releases (module docstring): ``sum_t y_t /
+    sqrt(T/B)`` under ``D`` and ``D'``."""
+    shape = (config.runs_per_trial, config.n_updates)
+    scale = np.sqrt(config.n_updates)
+    return tuple((shift + rng.standard_normal(shape)).sum(axis=-1) / scale
+                 for shift in (0.0, config.shift))
 
 
 def _histogram_trials(config: AuditConfig, rngs: Sequence[np.random.Generator],
@@ -186,3 +316,38 @@ def _gpope_audit(calibration: str, root_seed: int, edge: float) -> Experiment:
 
 XIE2019_PAPER = _gpope_audit("paper", 1703, 1.5)
 XIE2019_SOUND = _gpope_audit("sound", 1704, 0.75)
+
+
+def _balle_audit(estimator: str, root_seed: int) -> Experiment:
+    """DP-LSW or DP-LSL at eps = 1, delta = 1e-5, N = 5, m = 10 (module docstring)."""
+    settings = dict(estimator=estimator, edge_low=-0.4, edge_high=0.4, n_edges=2001)
+    return _register(
+        f"audit-balle2016-{estimator[3:].lower()}",
+        f"Black-box audit of {estimator} on neighbouring chain data sets "
+        "(eps = 1, delta = 1e-5, N = 5, m = 10)", balle_statistics,
+        BalleAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=2000,
+                         **settings),
+        BalleAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
+                         runs_per_trial=10000, **settings))
+
+
+BALLE2016_LSW = _balle_audit("DP-LSW", 1705)
+BALLE2016_LSL = _balle_audit("DP-LSL", 1706)
+
+
+def _wang_audit(variant: str, root_seed: int, edge_high: float) -> Experiment:
+    """Algorithm 1 of Wang & Hegde (2019) under one reading of Theorem 5 (module docstring)."""
+    settings = dict(variant=variant, eps=0.9, delta=5e-5, edge_low=-6.0, edge_high=edge_high,
+                    n_edges=3001)
+    return _register(
+        f"audit-wang2019-{variant}",
+        f"White-box audit of Wang 2019's Algorithm 1, Theorem 5 read as the {variant} "
+        "(eps = 0.9, T/B = 39)", wang_statistics,
+        WangAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=2000,
+                        **settings),
+        WangAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
+                        runs_per_trial=10000, **settings))
+
+
+WANG2019_PROOF = _wang_audit("proof", 1707, 7.5)
+WANG2019_STATEMENT = _wang_audit("statement", 1708, 27.0)
