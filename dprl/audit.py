@@ -239,6 +239,28 @@ def split_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edg
     return held_out_lower_bound(selection, evaluation, delta, confidence)
 
 
+def privacy_loss_delta(alternative_counts: ArrayLike, losses: ArrayLike,
+                       eps: float) -> tuple[float, float]:
+    """Estimate and standard error of ``delta(eps) = E_{D'}[(1 - e^{eps - L})_+]``, the
+    hockey-stick divergence of ``D'`` from ``D`` (Balle & Wang 2018, Thm. 5), from the
+    :func:`histogram` counts of a statistic under ``D'`` whose value is the privacy loss
+    ``L = ln p_D'/p_D`` through the increasing map ``losses`` (the loss at each edge). Each
+    cell takes the loss at its lower edge (minus infinity below the first), so the estimate
+    errs low. A point estimate, not a bound: it shows where a claimed ``delta`` is exceeded
+    by an amount too small for the runs to certify."""
+    losses = require_array("losses", losses, ndim=1)
+    counts = require_array("alternative_counts", alternative_counts)
+    counts = counts.reshape(-1, counts.shape[-1]).sum(axis=0) if counts.ndim > 1 else counts
+    if counts.shape != (losses.size + 1,) or counts.sum() == 0 or np.any(counts < 0):
+        raise ValueError(f"alternative_counts must be counts over {losses.size + 1} cells")
+    eps = require_nonnegative("eps", eps)
+    values = np.concatenate([[0.0], np.maximum(-np.expm1(eps - losses), 0.0)])
+    n = counts.sum()
+    mean = float((counts * values).sum() / n)
+    spread = float(np.sqrt(max((counts * values**2).sum() / n - mean**2, 0.0) / n))
+    return mean, spread
+
+
 def _require_audit_delta(delta: float) -> float:
     """delta in [0, 1): pure DP (delta = 0) is audited too."""
     return 0.0 if delta == 0 else require_delta(delta)

@@ -28,13 +28,16 @@ COLOURS = {
     "dp-accounting PLD": "#2ca02c", "moments accountant": "#d62728",
     "ours (selective DP-SGD)": "#d62728", "ours, visible coins": "#d62728",
     "DP-SGD (expert-level)": "#1f77b4", "random policy": "#7f7f7f",
+    "empirical trade-off": "#222222", "claimed (eps, delta)": "#d62728",
+    "accountant (eps, delta)": "#2ca02c", "mu-GDP": "#1f77b4",
 }
 
 #: Marker and line style of the methods that have them; variants of a method keep its colour
 #: and change these.
 MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
            "DP-SGD (expert-level)": "s", "non-private": "^"}
-LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-."}
+LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-.",
+              "claimed (eps, delta)": "--", "accountant (eps, delta)": ":", "mu-GDP": "-."}
 
 
 def style(label: str) -> dict[str, str]:

@@ -12,13 +12,16 @@ half of the trials choose the test, the second half evaluate it).
 - ``audit-laplace``: the Laplace mechanism (Dwork et al. 2006) on the same pair.
 - ``audit-xie2019-paper`` / ``audit-xie2019-sound``: GPOPE's privatised gradient steps (Xie,
   Thomas & Miklau 2019, Alg. 1), white-box: every noisy gradient is released, as the privacy
-  proof assumes. The canary trajectory's clipped gradient is ``+h e_1`` in ``D`` and ``-h e_1``
-  in ``D'`` (replace-one: a difference of ``2h``); the other ``m - 1`` trajectories have zero
-  features, hence zero gradient (Eq. 4.1: ``A_i = C_i = 0``, ``b_i = 0``). Each of the ``N``
-  iterations samples one trajectory uniformly and adds ``h N(0, sigma^2 I)``; the coordinates
-  other than ``e_1`` carry no information about the pair, so the statistic is the exact
-  log-likelihood ratio of the ``e_1`` coordinates, ``sum_t log [(1-q) phi(x_t) + q phi(x_t + 1)]
-  - log [(1-q) phi(x_t) + q phi(x_t - 1)]`` with ``q = 1/m``, ``x_t`` in units of ``h``.
+  proof assumes, and the adversary sets the clipped gradients (the gradient canary of Nasr et
+  al. 2021). In ``D`` all ``m`` trajectories have clipped gradient ``+h e_1``; ``D'`` replaces
+  the canary by one with ``-h e_1`` (replace-one: a difference of ``2h``). Every other record
+  sitting at the canary's gradient in ``D`` makes the pair ``N(1, sigma^2)`` against
+  ``(1 - q) N(1, sigma^2) + q N(-1, sigma^2)`` per iteration (``q = 1/m``, units of ``h``): the
+  dominating pair of a subsampled Gaussian (Zhu, Dong & Wang 2022); zero gradients for the
+  others would give a weaker pair. Each of the ``N`` iterations samples one trajectory
+  uniformly and adds ``h N(0, sigma^2 I)``; the coordinates other than ``e_1`` carry no
+  information about the pair, so the statistic is the exact log-likelihood ratio of the
+  ``e_1`` coordinates, ``sum_t log(1 + q (e^{-2 x_t / sigma^2} - 1))``.
   ``-paper`` uses the paper's Lemma 1 sigma (which assumes neighbours differ by ``h``),
   ``-sound`` the full accountant's (:func:`~dprl.xie2019.privacy.gpope_sigma`, ``2h``).
 - ``audit-balle2016-lsw`` / ``audit-balle2016-lsl``: DP-LSW and DP-LSL (Balle, Gomrokchi &
@@ -52,7 +55,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dprl.accounting import smallest_sufficient_scale
-from dprl.audit import Bound, histogram, split_lower_bound
+from dprl.audit import Bound, histogram, privacy_loss_delta, split_lower_bound
 from dprl.balle2016 import (FirstVisitSummary, dp_lsl_noise_scale, dp_lsw_noise_scale, lsl,
                             lsw, smoothing_constants)
 from dprl.balle2016.calibration import smooth_gaussian_delta
@@ -226,6 +229,42 @@ def wang_statistics(config: WangAuditConfig, rng: np.random.Generator) -> Statis
                  for shift in (0.0, config.shift))
 
 
+def exact_gdp_mu(config: AuditConfig) -> float | None:
+    """``mu`` of the audit's pair where it is exactly Gaussian with one sigma (its trade-off
+    is then ``G_mu``, Dong, Roth & Su 2022): the Gaussian mechanism ``1/sigma``, Wang 2019's
+    ``sqrt(T/B) sqrt(C)/sigma``, DP-LSW ``||theta_X - theta_X'|| / sigma``; None otherwise."""
+    if isinstance(config, WangAuditConfig):
+        return float(np.sqrt(config.n_updates) * config.shift)
+    if isinstance(config, BalleAuditConfig):
+        (mean, sigma), (mean_neighbour, sigma_neighbour) = config.releases()
+        return (float(np.linalg.norm(mean - mean_neighbour) / sigma)
+                if sigma == sigma_neighbour else None)
+    if isinstance(config, GPOPEAuditConfig) or config.delta == 0:
+        return None
+    return 1 / analytic_gaussian_sigma(1.0, config.eps, config.delta)
+
+
+def statistic_losses(config: AuditConfig) -> np.ndarray | None:
+    """The privacy loss ``ln p_D'/p_D`` at each edge where the audit's statistic determines
+    it: the log-likelihood ratio itself (GPOPE, DP-LSW, DP-LSL), ``mu s - mu^2/2`` for the
+    Gaussian pairs with ``mu`` of :func:`exact_gdp_mu` (statistic in units of sigma);
+    None for the Laplace mechanism."""
+    if isinstance(config, (GPOPEAuditConfig, BalleAuditConfig)):
+        return config.edges
+    mu = exact_gdp_mu(config)
+    return None if mu is None else mu * config.edges - mu**2 / 2
+
+
+def audit_delta(config: AuditConfig, arrays: dict[str, np.ndarray],
+                eps: float) -> tuple[float, float]:
+    """Estimated ``delta`` at ``eps`` of the audit's pair from its runs under ``D'``, with
+    its standard error (:func:`dprl.audit.privacy_loss_delta`)."""
+    losses = statistic_losses(config)
+    if losses is None:
+        raise ValueError(f"the statistic of {type(config).__name__} is not the privacy loss")
+    return privacy_loss_delta(arrays["alternative_counts"], losses, eps)
+
+
 def _histogram_trials(config: AuditConfig, rngs: Sequence[np.random.Generator],
                       sample: Callable[[AuditConfig, np.random.Generator], Statistics]
                       ) -> dict[str, np.ndarray]:
@@ -252,26 +291,26 @@ def laplace_statistics(config: AuditConfig, rng: np.random.Generator) -> Statist
 
 
 def gpope_log_likelihood_ratio(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
-    """Sum over the last axis (iterations) of the log-likelihood ratio of ``D'`` (canary
-    gradient ``-1``, sampled with probability ``q``) against ``D`` (``+1``) for noisy
-    gradient coordinates ``x`` of noise ``N(0, sigma^2)``, in units of ``h``."""
-    def log_mixture(shift: float) -> np.ndarray:
-        return np.logaddexp(np.log1p(-q) - x**2 / (2 * sigma**2),
-                            np.log(q) - (x - shift) ** 2 / (2 * sigma**2))
-    return (log_mixture(-1.0) - log_mixture(1.0)).sum(axis=-1)
+    """Sum over the last axis (iterations) of the log-likelihood ratio of ``D'`` (the canary's
+    gradient ``-1``, sampled with probability ``q``, the others ``+1``) against ``D`` (every
+    gradient ``+1``) for noisy gradient coordinates ``x`` of noise ``N(0, sigma^2)``, in units
+    of ``h``: ``log((1 - q) phi(x - 1) + q phi(x + 1)) - log phi(x - 1)``
+    ``= log(1 + q (e^{-2x/sigma^2} - 1))``."""
+    return np.log1p(q * np.expm1(-2 * x / sigma**2)).sum(axis=-1)
 
 
 def gpope_statistics(config: GPOPEAuditConfig, rng: np.random.Generator) -> Statistics:
-    """White-box GPOPE audit (module docstring): per run, ``N`` iterations each sampling the
-    canary with probability ``1/m`` and releasing its clipped gradient's ``e_1`` coordinate
-    (``+1`` in D, ``-1`` in D', 0 for the others) plus ``N(0, sigma^2)``."""
-    sigma, q = config.sigma, 1 / config.m
+    """White-box GPOPE audit (module docstring): per run, ``N`` iterations each sampling one
+    of the ``m`` trajectories and releasing its clipped gradient's ``e_1`` coordinate plus
+    ``N(0, sigma^2)``: always ``+1`` in ``D``; in ``D'``, ``-1`` when the canary (index 0) is
+    sampled."""
+    sigma = config.sigma
     shape = (config.runs_per_trial, config.n_iterations)
     statistics = []
-    for sign in (1.0, -1.0):
-        canary = rng.integers(config.m, size=shape) == 0
-        x = sign * canary + rng.normal(0.0, sigma, shape)
-        statistics.append(gpope_log_likelihood_ratio(x, sigma, q))
+    for replaced in (False, True):
+        canary = (rng.integers(config.m, size=shape) == 0) & replaced
+        x = np.where(canary, -1.0, 1.0) + rng.normal(0.0, sigma, shape)
+        statistics.append(gpope_log_likelihood_ratio(x, sigma, 1 / config.m))
     return statistics[0], statistics[1]
 
 
@@ -300,22 +339,24 @@ LAPLACE = _register(
                 delta=0.0, **_LAPLACE_EDGES))
 
 
-def _gpope_audit(calibration: str, root_seed: int, edge: float) -> Experiment:
+def _gpope_audit(calibration: str, root_seed: int, edge_low: float,
+                 edge_high: float) -> Experiment:
     """GPOPE's white-box audit at eps = 1, delta = 1e-5, N = m = 100 (Lemma 1's sigma 1.168,
-    the full accountant's 2.418); statistics fall within +-``edge``."""
-    edges = dict(edge_low=-edge, edge_high=edge, n_edges=3001, calibration=calibration)
+    the full accountant's 2.418): 2 x 10^5 runs per input (each run draws N = 100 noisy
+    gradients)."""
+    edges = dict(edge_low=edge_low, edge_high=edge_high, n_edges=3001, calibration=calibration)
     return _register(
         f"audit-xie2019-{calibration}",
         f"White-box audit of GPOPE's gradient steps, {calibration} calibration "
         "(eps = 1, delta = 1e-5, N = m = 100)", gpope_statistics,
         GPOPEAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=1000,
                          **edges),
-        GPOPEAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
+        GPOPEAuditConfig(n_trials=20, root_seed=root_seed, batch_size=2,
                          runs_per_trial=10000, **edges))
 
 
-XIE2019_PAPER = _gpope_audit("paper", 1703, 1.5)
-XIE2019_SOUND = _gpope_audit("sound", 1704, 0.75)
+XIE2019_PAPER = _gpope_audit("paper", 1703, -1.0, 8.0)
+XIE2019_SOUND = _gpope_audit("sound", 1704, -0.5, 1.5)
 
 
 def _balle_audit(estimator: str, root_seed: int) -> Experiment:
