@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from dprl.audit import histogram as audit_histogram
 from dprl.balle2016 import smoothing_constants
 from dprl.balle2016.calibration import smooth_gaussian_delta
 from dprl.experiments import all_experiments, get
@@ -72,3 +73,25 @@ def test_gaussian_audit_statistic_is_the_exact_privacy_loss_up_to_scale():
     null, alternative = (np.zeros(3), 2.0), (np.ones(3), 2.0)
     expected = ((outputs - 0.5) * 1.0).sum(axis=-1) / 4.0
     assert np.allclose(gaussian_log_likelihood_ratio(outputs, null, alternative), expected)
+
+
+def test_gpope_statistic_is_the_log_likelihood_ratio_of_its_pair():
+    from scipy import stats
+
+    from dprl.experiments.audits import gpope_log_likelihood_ratio
+    x, sigma, q = np.random.default_rng(1).normal(size=(5, 7)), 1.3, 0.05
+    mixture = (1 - q) * stats.norm.pdf(x, 1, sigma) + q * stats.norm.pdf(x, -1, sigma)
+    expected = np.log(mixture / stats.norm.pdf(x, 1, sigma)).sum(axis=-1)
+    assert np.allclose(gpope_log_likelihood_ratio(x, sigma, q), expected)
+
+
+def test_estimated_delta_of_the_gaussian_audit_matches_the_exact_profile():
+    from dprl.audit import privacy_loss_delta
+    from dprl.mechanisms import gaussian_delta
+    rng, sigma = np.random.default_rng(2), 1.5
+    edges = np.linspace(-8, 9, 4001)
+    counts = audit_histogram(1 / sigma + rng.standard_normal(400_000), edges)
+    mu = 1 / sigma
+    for eps in (0.2, 0.6):
+        estimate, error = privacy_loss_delta(counts, mu * edges - mu**2 / 2, eps)
+        assert abs(estimate - gaussian_delta(eps, 1.0, sigma)) < 4 * error + 2e-3
