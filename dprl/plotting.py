@@ -33,6 +33,9 @@ COLOURS = {
     "ours (updates, exact)": "#9467bd", "Alg. 1 literal": "#8c564b",
     "Alg. 1 literal (exact)": "#8c564b", "input perturbation": "#1f77b4",
     "Gaussian Q-table (not private)": "#ff7f0e", "DP-SGD": "#2ca02c", "plain DQN": "#222222",
+    # privacy audits (appendix)
+    "empirical trade-off": "#222222", "claimed (eps, delta)": "#d62728",
+    "accountant (eps, delta)": "#2ca02c", "mu-GDP": "#1f77b4",
 }
 
 #: Marker and line style of the methods that have them; variants of a method keep its colour
@@ -41,7 +44,8 @@ MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
            "DP-SGD (expert-level)": "s", "non-private": "^"}
 LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-.",
               "ours (iterations)": "--", "ours (C outside)": ":",
-              "Alg. 1 literal (exact)": "--"}
+              "Alg. 1 literal (exact)": "--",
+              "claimed (eps, delta)": "--", "accountant (eps, delta)": ":", "mu-GDP": "-."}
 
 
 def style(label: str) -> dict[str, str]:
