@@ -1,6 +1,7 @@
 # The two commands of the README: `make book` builds the book, `make test` runs every test.
 # Each creates .venv and installs the project when needed (only Python 3.11 and pip required).
 PYTHON ?= python3.11
+PYTHON_VERSION := 3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -9,9 +10,25 @@ JOBS ?= 2
 # so that every process started here computes the same bits as the committed results
 PINNED = env $(shell $(BIN)/python -m dprl env)
 
-.PHONY: book test install lab refresh clean
+.PHONY: book test install lab refresh clean distclean
+
+# The Python version of .venv (empty when there is none or it is broken): a .venv of another
+# version, say from `PYTHON=python3.12 make install`, is recreated by the next make.
+VERSION_OF = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifneq ($(call VERSION_OF,$(BIN)/python),$(PYTHON_VERSION))
+$(STAMP): FORCE
+endif
+FORCE:
 
 $(STAMP): pyproject.toml
+	@version="$(call VERSION_OF,$(PYTHON))"; if [ "$$version" != "$(PYTHON_VERSION)" ]; then \
+		echo "error: dprl needs Python $(PYTHON_VERSION) (pyproject.toml pins its packages for it)," \
+			"but PYTHON=$(PYTHON) is $${version:-not a working Python}." >&2; \
+		echo "Install Python $(PYTHON_VERSION) and run: make PYTHON=/path/to/python$(PYTHON_VERSION) ..." >&2; \
+		exit 1; fi
+	@if [ -e $(VENV) ] && [ "$(call VERSION_OF,$(BIN)/python)" != "$(PYTHON_VERSION)" ]; then \
+		echo "$(VENV) is not a working Python $(PYTHON_VERSION) environment: recreating it"; \
+		rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[book,test]"
 	touch $(STAMP)
@@ -25,8 +42,18 @@ test: $(STAMP)
 	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
+# Extra options for JupyterLab, e.g. in a container run as root:
+# make lab LAB_ARGS="--allow-root --no-browser --ip=0.0.0.0"
+LAB_ARGS ?=
+
+# The built book in headless Chromium (installed from Debian's packages when missing): every
+# page typeset, the scorecard a table, no broken internal link; screenshots in _build/screens/
+.PHONY: check-book
+check-book: $(STAMP)
+	$(BIN)/python .ci/check_book.py _build/html --screens _build/screens
+
 lab: $(STAMP)
-	$(PINNED) $(BIN)/jupyter lab book/
+	$(PINNED) $(BIN)/jupyter lab book/ $(LAB_ARGS)
 
 # Re-execute chapters in place and store their new outputs: make refresh NB=book/primer/*.ipynb
 # By default every chapter, then the appendix (its scorecard collects the chapters' verdicts).
@@ -38,3 +65,7 @@ refresh: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# Everything make created: the built book and the environment (the next make recreates it).
+distclean: clean
+	rm -rf $(VENV)

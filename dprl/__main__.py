@@ -1,24 +1,111 @@
-"""Command line: ``python -m dprl list | run <id> [--scale paper] | bench | env``."""
+"""Command line: python -m dprl list | run <id> [--scale paper] | run --all | bench | env."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dprl.experiments import SCALES, run
+from dprl.paths import RESULTS_DIR
+
+DESCRIPTION = """\
+The experiments behind the book: list them with their results' status, run one
+(or all, in dependency order) with provenance, time the benchmarks, print the
+floating-point settings."""
+
+RUN_DESCRIPTION = """\
+Compute an experiment's trials in batches and write <id>.npz with its provenance
+<id>.json (smoke scale: <id>.smoke.npz). Finished batches are kept under
+<id>.partial/, so an interrupted run (Ctrl-C) resumes when the same command is
+run again. With --all: every experiment, each after the results it reads."""
 
 
-def _list(_: argparse.Namespace) -> int:
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line, ``prog: error: message``, exit status 2; ``lazy_epilog`` (a
+    function) makes the epilog only when help is shown."""
+
+    lazy_epilog: Callable[[], str] | None = None
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def format_help(self) -> str:
+        if self.lazy_epilog is not None:
+            self.epilog = self.lazy_epilog()
+        return super().format_help()
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Each argument's default after its help (an argument without one, such as an optional
+    positional, shows none); description and epilog printed as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _experiment_id(value: str) -> str:
+    from dprl.experiments import all_experiments
+
+    if value not in {experiment.id for experiment in all_experiments()}:
+        raise argparse.ArgumentTypeError(
+            f"unknown experiment {value!r} (python -m dprl list shows them all)")
+    return value
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
+    return number
+
+
+def _benchmark_name(value: str) -> str:
+    from dprl.bench import BENCHMARKS
+
+    if value not in BENCHMARKS:
+        raise argparse.ArgumentTypeError(
+            f"unknown benchmark {value!r}; known: {', '.join(sorted(BENCHMARKS))}")
+    return value
+
+
+def _benchmark_listing() -> str:
+    from dprl.bench import listing
+
+    return "benchmarks:\n" + listing()
+
+
+def _list(args: argparse.Namespace) -> int:
     from dprl.experiments.report import listing
 
-    print(listing())
+    print(listing(results_dir=args.results_dir))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
-                 jobs=args.jobs)
+    from dprl.experiments.runner import Interrupted
+
+    if (args.experiment is None) == (not args.all):
+        args.parser.error("give one experiment id or --all")
+    try:
+        if args.all:
+            from dprl.experiments.plan import compute_table, run_all
+
+            print(compute_table(run_all(args.scale, args.results_dir, jobs=args.jobs)))
+            return 0
+        result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
+                     jobs=args.jobs)
+    except Interrupted as stopped:
+        print(f"\ninterrupted: {stopped}", file=sys.stderr)
+        return 130
+    except (ValueError, FileNotFoundError) as error:
+        print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
+        return 1
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
           f"{result.provenance['wall_time_s']:.1f} s of compute")
     return 0
@@ -38,31 +125,49 @@ def _env(_: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m dprl`` and the ``dprl`` script."""
-    from dprl.experiments.runner import RESULTS_DIR
-
-    parser = argparse.ArgumentParser(prog="python -m dprl", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="every experiment, its settings and result status"
-                        ).set_defaults(func=_list)
-    runner = commands.add_parser("run", help="compute an experiment's result with provenance")
-    runner.add_argument("experiment")
-    runner.add_argument("--scale", choices=SCALES, default="smoke")
-    runner.add_argument("--results-dir", default=RESULTS_DIR)
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser (its subcommands set ``func``)."""
+    top = _Parser(prog="python -m dprl", description=DESCRIPTION, formatter_class=_Formatter)
+    commands = top.add_subparsers(dest="command", required=True, metavar="command")
+    lister = commands.add_parser("list", help="every experiment, its settings and result status",
+                                 formatter_class=_Formatter)
+    lister.add_argument("--results-dir", default=str(RESULTS_DIR),
+                        help="folder of the results whose status is shown")
+    lister.set_defaults(func=_list)
+    runner = commands.add_parser(
+        "run", help="compute an experiment's result with provenance", formatter_class=_Formatter,
+        description=RUN_DESCRIPTION)
+    runner.add_argument("experiment", nargs="?", type=_experiment_id,
+                        help="experiment id (python -m dprl list shows them)")
+    runner.add_argument("--all", action="store_true",
+                        help="every experiment, each after the results it reads; current "
+                             "results are kept; ends with a table of compute times")
+    runner.add_argument("--scale", choices=SCALES, default="smoke",
+                        help="smoke: seconds, for tests; paper: the book's results")
+    runner.add_argument("--results-dir", default=str(RESULTS_DIR),
+                        help="folder the results are written to")
     runner.add_argument("--restart", action="store_true",
-                        help="discard finished trials of an interrupted run")
-    runner.add_argument("--jobs", type=int, default=1,
-                        help="batches computed at once in separate processes (same result)")
-    runner.set_defaults(func=_run)
-    bench = commands.add_parser("bench", help="speed benchmarks, as ratios to a reference")
-    bench.add_argument("name", nargs="*", help="benchmarks to run (default: all)")
-    bench.add_argument("--quick", action="store_true", help="small sizes, for tests")
+                        help="discard the finished batches of an interrupted run")
+    runner.add_argument("--jobs", type=_positive_int, default=1,
+                        help="batches computed at once in separate processes (the same result)")
+    runner.set_defaults(func=_run, parser=runner)
+    bench = commands.add_parser("bench", help="speed benchmarks, as ratios to a reference",
+                                formatter_class=_Formatter)
+    bench.lazy_epilog = _benchmark_listing
+    bench.add_argument("name", nargs="*", type=_benchmark_name,
+                       help="benchmarks to run, from the list below (default: all)")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes, for tests (too small to decide the speed goals)")
     bench.set_defaults(func=_bench)
     commands.add_parser("env", help="the floating-point settings that make results the same "
-                        "bits on every x86-64-v3 machine, as NAME=value words for env"
-                        ).set_defaults(func=_env)
-    args = parser.parse_args(argv)
+                        "bits on every x86-64-v3 machine, as NAME=value words for env",
+                        formatter_class=_Formatter).set_defaults(func=_env)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m dprl`` and the ``dprl`` script; returns the exit status."""
+    args = parser().parse_args(argv)
     return args.func(args)
 
 

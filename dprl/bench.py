@@ -9,6 +9,7 @@ carry a goal, reported as met or missed. ``python -m dprl bench [name ...] [--qu
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -383,11 +384,21 @@ def run_benchmarks(names: Sequence[str] = (), quick: bool = False) -> list[dict[
         BENCHMARKS[name], quick) for name in names or sorted(BENCHMARKS)]
 
 
-def _verdict(goal: float | None, value: float, at_least: bool) -> str:
+def listing() -> str:
+    """Every benchmark's name and description, as ``python -m dprl bench --help`` shows."""
+    return "\n".join(textwrap.fill(f"{name}: {BENCHMARKS[name].description}", width=88,
+                                   initial_indent="  ", subsequent_indent="      ")
+                     for name in sorted(BENCHMARKS))
+
+
+def _verdict(goal: float | None, value: float, at_least: bool, quick: bool) -> str:
+    """The goal and whether it is met; goals are set for the full sizes, so the quick sizes
+    cannot decide them."""
     if goal is None:
         return ""
     met = value >= goal if at_least else value <= goal
-    return f" (goal {'>=' if at_least else '<='} {goal:g}: {'met' if met else 'MISSED'})"
+    outcome = "n/a at quick size" if quick else "met" if met else "MISSED"
+    return f" (goal {'>=' if at_least else '<='} {goal:g}: {outcome})"
 
 
 def _run_ratio(bench: Benchmark, quick: bool) -> dict[str, float]:
@@ -399,7 +410,7 @@ def _run_ratio(bench: Benchmark, quick: bool) -> dict[str, float]:
     speedup = reference / candidate
     print(f"{bench.name}: {bench.description}\n  {size} {bench.unit}: candidate {candidate:.3g} "
           f"s, reference {reference:.3g} s, speed-up x{speedup:.3g}"
-          + _verdict(bench.goal, speedup, at_least=not bench.at_most))
+          + _verdict(bench.goal, speedup, at_least=not bench.at_most, quick=quick))
     return {"name": bench.name, "size": size, "candidate_s": candidate,
             "reference_s": reference, "speedup": speedup}
 
@@ -410,5 +421,6 @@ def _run_scaling(bench: Scaling, quick: bool) -> dict[str, float]:
     slope = loglog_slope(sizes, times)
     print(f"{bench.name}: {bench.description}\n  "
           + ", ".join(f"{n} {bench.unit} {t:.3g} s" for n, t in zip(sizes, times))
-          + f"; log-log slope {slope:.3g}" + _verdict(bench.goal, slope, at_least=False))
+          + f"; log-log slope {slope:.3g}" + _verdict(bench.goal, slope, at_least=False,
+                                                      quick=quick))
     return {"name": bench.name, "sizes": sizes, "times_s": times.tolist(), "slope": slope}

@@ -28,7 +28,8 @@ def gaussian_sigma(sensitivity: float, eps: float, delta: float) -> float:
     if eps >= 1:
         raise ValueError(f"the classic Gaussian calibration (Dwork & Roth 2014, Thm. A.1) holds "
                          f"for eps < 1 only, got eps={eps}; use analytic_gaussian_sigma")
-    return _classic_sigma(sensitivity, eps, delta)
+    return _representable_scale(_classic_sigma(sensitivity, eps, delta),
+                                sensitivity=sensitivity, eps=eps, delta=delta)
 
 
 def _classic_sigma(sensitivity: float, eps: float, delta: float) -> float:
@@ -83,15 +84,28 @@ def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float,
     eps = require_epsilon(eps)
     delta = require_delta(delta)
     tol = require_positive("tol", tol)
-    return smallest_sufficient_scale(lambda sigma: gaussian_delta(eps, sensitivity, sigma),
-                                     delta, initial=_classic_sigma(sensitivity, eps, delta),
-                                     rtol=tol)
+    arguments = dict(sensitivity=sensitivity, eps=eps, delta=delta)
+    initial = _representable_scale(_classic_sigma(sensitivity, eps, delta), **arguments)
+    return _representable_scale(smallest_sufficient_scale(
+        lambda sigma: gaussian_delta(eps, sensitivity, sigma), delta, initial=initial,
+        rtol=tol), **arguments)
 
 
 def laplace_scale(sensitivity: float, eps: float) -> float:
     """Laplace scale b = Delta_1 / eps, which gives eps-DP (Dwork, McSherry, Nissim & Smith
     2006, Prop. 1)."""
-    return require_positive("sensitivity", sensitivity) / require_epsilon(eps)
+    sensitivity, eps = require_positive("sensitivity", sensitivity), require_epsilon(eps)
+    return _representable_scale(sensitivity / eps, sensitivity=sensitivity, eps=eps)
+
+
+def _representable_scale(scale: float, **arguments: float) -> float:
+    """``scale`` when it is a positive finite float; otherwise the arguments it was computed
+    from overflow (inf) or underflow (0, no noise at all) a float, and are refused."""
+    if not (math.isfinite(scale) and scale > 0):
+        given = ", ".join(f"{name}={value}" for name, value in arguments.items())
+        raise ValueError(f"the noise scale from {given} is {scale}, not a positive finite "
+                         "float: these arguments are out of range")
+    return scale
 
 
 def gaussian_mechanism(value: ArrayLike, sensitivity: float, eps: float, delta: float,
@@ -158,6 +172,9 @@ def _perturb(value: ArrayLike, rng: np.random.Generator,
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     value = require_array("value", value)
     noisy = value + draw(rng, value.shape)
+    if not np.all(np.isfinite(noisy)):
+        raise ValueError("value + noise overflows a float: the value or the noise scale is "
+                         "out of range")
     return float(noisy) if noisy.ndim == 0 else noisy
 
 

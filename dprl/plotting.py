@@ -28,13 +28,24 @@ COLOURS = {
     "dp-accounting PLD": "#2ca02c", "moments accountant": "#d62728",
     "ours (selective DP-SGD)": "#d62728", "ours, visible coins": "#d62728",
     "DP-SGD (expert-level)": "#1f77b4", "random policy": "#7f7f7f",
+    # Wang & Hegde (2019), Fig. 2 and its variants
+    "ours (updates)": "#d62728", "ours (iterations)": "#d62728", "ours (C outside)": "#d62728",
+    "ours (updates, exact)": "#9467bd", "Alg. 1 literal": "#8c564b",
+    "Alg. 1 literal (exact)": "#8c564b", "input perturbation": "#1f77b4",
+    "Gaussian Q-table (not private)": "#ff7f0e", "DP-SGD": "#2ca02c", "plain DQN": "#222222",
+    # privacy audits (appendix)
+    "empirical trade-off": "#222222", "claimed (eps, delta)": "#d62728",
+    "accountant (eps, delta)": "#2ca02c", "mu-GDP": "#1f77b4",
 }
 
 #: Marker and line style of the methods that have them; variants of a method keep its colour
 #: and change these.
 MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
            "DP-SGD (expert-level)": "s", "non-private": "^"}
-LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-."}
+LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-.",
+              "ours (iterations)": "--", "ours (C outside)": ":",
+              "Alg. 1 literal (exact)": "--",
+              "claimed (eps, delta)": "--", "accountant (eps, delta)": ":", "mu-GDP": "-."}
 
 
 def style(label: str) -> dict[str, str]:
@@ -86,12 +97,14 @@ def mean_and_spread(values: np.ndarray, spread: Spread = "se",
 
 def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread = "se",
          colour: str | None = None, **line_kwargs) -> None:
-    """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band."""
+    """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band; the
+    colour is ``colour``, else a ``color`` keyword (as :func:`style` gives), else the
+    label's in :data:`COLOURS`."""
     x = require_array("x", x, ndim=1)
     if np.shape(values)[1:] != x.shape:
         raise ValueError(f"values must have shape (trials, {x.size}), got {np.shape(values)}")
     mean, width = mean_and_spread(values, spread)
-    colour = colour or COLOURS.get(label)
+    colour = colour or line_kwargs.pop("color", None) or COLOURS.get(label)
     (line,) = ax.plot(x, mean, label=label, color=colour, **line_kwargs)
     ax.fill_between(x, mean - width, mean + width, color=line.get_color(), alpha=0.2,
                     linewidth=0)

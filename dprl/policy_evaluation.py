@@ -24,8 +24,8 @@ import numpy as np
 from scipy.signal import lfilter
 
 from dprl.envs import ChainMDP, Trajectories
-from dprl.validation import (require_array, require_int, require_nonnegative,
-                             require_probability)
+from dprl.validation import (initial_vectors, require_array, require_int,
+                             require_nonnegative, require_probability)
 
 NORMALISATIONS = ("transitions", "trajectories")
 
@@ -209,16 +209,6 @@ def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0,
                          "use ridge > 0") from error
 
 
-def _initial(name: str, value, datasets: tuple[int, ...], d: int) -> np.ndarray:
-    """A ``(D, d)`` copy of an initial vector given as ``(d,)`` or ``(*datasets, d)``, or 0."""
-    if value is None:
-        return np.zeros((int(np.prod(datasets)), d))
-    value = require_array(name, value)
-    if value.shape not in ((d,), (*datasets, d)):
-        raise ValueError(f"{name} must have shape ({d},) or {(*datasets, d)}, got {value.shape}")
-    return np.broadcast_to(value, (*datasets, d)).reshape(-1, d).copy()
-
-
 def _step_size(name: str, value, d: int) -> np.ndarray:
     """A positive step size, scalar or per feature ``(d,)``."""
     value = require_array(name, value)
@@ -253,7 +243,7 @@ def td0(trajectories: Trajectories, features, gamma: float, step_size, theta0=No
     trajectories = _trajectories(trajectories, features.shape[0])
     d, datasets = features.shape[1], trajectories.batch_shape[:-1]
     alpha = _step_size("step_size", step_size, d)
-    theta = _initial("theta0", theta0, datasets, d)
+    theta = initial_vectors("theta0", theta0, datasets, d)
     for phi, reward, phi_next in _sweeps(trajectories, features, n_epochs):
         delta = reward + gamma * np.einsum("ij,ij->i", phi_next, theta) \
             - np.einsum("ij,ij->i", phi, theta)
@@ -270,7 +260,8 @@ def gtd2(trajectories: Trajectories, features, gamma: float, step_theta, step_w,
     trajectories = _trajectories(trajectories, features.shape[0])
     d, datasets = features.shape[1], trajectories.batch_shape[:-1]
     alpha, beta = _step_size("step_theta", step_theta, d), _step_size("step_w", step_w, d)
-    theta, w = _initial("theta0", theta0, datasets, d), _initial("w0", w0, datasets, d)
+    theta = initial_vectors("theta0", theta0, datasets, d)
+    w = initial_vectors("w0", w0, datasets, d)
     for phi, reward, phi_next in _sweeps(trajectories, features, n_epochs):
         phi_w = np.einsum("ij,ij->i", phi, w)
         delta = reward + np.einsum("ij,ij->i", gamma * phi_next - phi, theta)

@@ -106,6 +106,18 @@ def require_array(name: str, value: ArrayLike, ndim: int | None = None,
     return array
 
 
+def initial_vectors(name: str, value: ArrayLike | None, datasets: tuple[int, ...],
+                    d: int) -> np.ndarray:
+    """A ``(D, d)`` copy (``D`` data sets) of a starting point given as ``(d,)`` (shared) or
+    ``(*datasets, d)`` (one per data set); zeros when ``value`` is None."""
+    if value is None:
+        return np.zeros((int(np.prod(datasets)), d))
+    value = require_array(name, value)
+    if value.shape not in ((d,), (*datasets, d)):
+        raise ValueError(f"{name} must have shape ({d},) or {(*datasets, d)}, got {value.shape}")
+    return np.broadcast_to(value, (*datasets, d)).reshape(-1, d).copy()
+
+
 def require_in_bounds(name: str, values: np.ndarray, low: float, high: float) -> np.ndarray:
     """Raise unless every entry lies in [low, high] (the declared bound of the data)."""
     values = np.asarray(values)

@@ -17,7 +17,7 @@ SPOT_SEED = int(os.environ.get("DPRL_SPOT_SEED", np.random.SeedSequence().entrop
 #: experiment-id prefixes of each family (one test file per family)
 FAMILIES = {"balle2016": ("balle2016-", "primer-"), "xie2019_chain": ("xie2019-chain",),
             "mountain_car": ("xie2019-mountain-car",), "hiv": ("xie2019-hiv",),
-            "wang2019": ("wang2019-",),
+            "wang2019": ("wang2019-",), "audits": ("audit-",),
             "sharma2025_experts": tuple(f"sharma2025-{env}-experts"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"

@@ -386,3 +386,28 @@ def test_trajectories_are_read_only_and_reshape():
 def test_bad_trajectories(changes):
     with pytest.raises(ValueError):
         tiny(**changes)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"goal": 39}, {"n_states": 2},
+                                    {"n_states": 12, "goal": 0, "stay_prob": 0.3, "gamma": 0.7},
+                                    {"n_states": 9, "stay_prob": 1.0}, {"gamma": 0.0}])
+def test_bidiagonal_solve_is_the_dense_solve_bit_for_bit(kwargs):
+    """value_function's O(N) banded solve and expected_rewards' O(N) vector are the dense
+    formulas' exact bits (committed results use these values as the truth)."""
+    mdp = ChainMDP(**kwargs)
+    rewards = (mdp.transition_matrix() * mdp.reward_matrix()).sum(axis=1)
+    np.testing.assert_array_equal(mdp.expected_rewards(), rewards)
+    dense = np.linalg.solve(np.eye(mdp.n_states) - mdp.gamma * mdp.live_matrix(), rewards)
+    np.testing.assert_array_equal(mdp.value_function(), dense)
+
+
+def test_value_function_of_a_long_chain_solves_its_recurrence():
+    """N = 20000 (a dense solve would need a 3 GB matrix): V(s) = r(s) + gamma (p V(s) +
+    (1 - p) V(s + 1)) on the live states, V(A) = 0, and the closed form."""
+    mdp = ChainMDP(n_states=20_000, stay_prob=0.3, gamma=0.999)
+    V, r, p, g = mdp.value_function(), mdp.expected_rewards(), mdp.stay_prob, mdp.gamma
+    assert V.shape == (20_000,) and np.all(np.isfinite(V)) and V[-1] == 0
+    live = np.arange(mdp.n_states - 2)
+    np.testing.assert_allclose(V[live], r[live] + g * (p * V[live] + (1 - p) * V[live + 1]),
+                               rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(V, closed_form_values(mdp), rtol=1e-9, atol=1e-300)

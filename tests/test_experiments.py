@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from dprl.__main__ import main
-from dprl.experiments import (Experiment, TrialConfig, get, load, load_or_run,
-                              mismatched_trials, register, result_paths, run, status)
+from dprl.experiments import (RECOMPUTE_ENV, Experiment, ResultNotCurrent, TrialConfig, get,
+                              load, load_or_run, mismatched_trials, register, result_paths, run,
+                              status)
 from dprl.experiments import runner
 from dprl.experiments.runner import compute_trials
 
@@ -96,7 +97,8 @@ def test_status_loader_and_spot_check_detect_stale_or_tampered_results(tmp_path)
     assert status("test-toy", "paper", tmp_path) == "missing"
     with pytest.raises(FileNotFoundError, match="python -m dprl run test-toy --scale paper"):
         load("test-toy", "paper", tmp_path)
-    first = load_or_run("test-toy", "paper", results_dir=tmp_path)
+    first = load_or_run("test-toy", "paper", recompute=True, results_dir=tmp_path,
+                        progress=False)
     assert status("test-toy", "paper", tmp_path) == "current"
     CALLS.clear()
     np.testing.assert_array_equal(load_or_run("test-toy", "paper", results_dir=tmp_path)["draws"],
@@ -129,6 +131,83 @@ def test_status_loader_and_spot_check_detect_stale_or_tampered_results(tmp_path)
         "test-toy: stored paper result is stale"]
     arrays_path.unlink()
     assert status("test-toy", "paper", tmp_path) == "missing"
+
+
+def _spoil(state: str, tmp_path) -> None:
+    """Leave the toy's smoke result in ``tmp_path`` missing, stale or corrupt."""
+    if state == "missing":
+        return
+    run("test-toy", "smoke", tmp_path, progress=False)
+    arrays_path, sidecar_path, _ = result_paths("test-toy", "smoke", tmp_path)
+    if state == "stale":
+        record = json.loads(sidecar_path.read_text())
+        record["config"]["n_trials"] = 6
+        sidecar_path.write_text(json.dumps(record))
+    elif state == "corrupt-arrays":
+        arrays_path.write_bytes(arrays_path.read_bytes()[:-7])
+    else:  # a truncated sidecar
+        sidecar_path.write_text(sidecar_path.read_text()[:40])
+    CALLS.clear()
+
+
+@pytest.mark.parametrize("state", ["missing", "stale", "corrupt-arrays", "corrupt-sidecar"])
+def test_load_or_run_stops_with_the_command_and_computes_nothing(state, tmp_path, monkeypatch):
+    monkeypatch.delenv(RECOMPUTE_ENV, raising=False)
+    _spoil(state, tmp_path)
+    arrays_path, sidecar_path, _ = result_paths("test-toy", "smoke", tmp_path)
+    before = {path: path.read_bytes() for path in (arrays_path, sidecar_path) if path.exists()}
+    with pytest.raises(ResultNotCurrent) as stopped:
+        load_or_run("test-toy", "smoke", results_dir=tmp_path)
+    message = str(stopped.value)
+    assert f"is {state.split('-')[0]}" in message
+    assert f"python -m dprl run test-toy --scale smoke --results-dir {tmp_path}" in message
+    assert RECOMPUTE_ENV in message and "recompute=True" in message
+    assert CALLS == []  # nothing computed, nothing written
+    assert {path: path.read_bytes() for path in before} == before
+    assert not result_paths("test-toy", "smoke", tmp_path)[2].exists()
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+@pytest.mark.parametrize("state", ["missing", "stale", "corrupt-arrays"])
+def test_load_or_run_computes_when_asked_with_a_progress_bar(state, how, tmp_path, monkeypatch,
+                                                             capsys):
+    reference = run("test-toy", "smoke", tmp_path / "ref", progress=False)
+    _spoil(state, tmp_path)
+    CALLS.clear()
+    capsys.readouterr()
+    if how == "environment":
+        monkeypatch.setenv(RECOMPUTE_ENV, "1")
+        result = load_or_run("test-toy", "smoke", results_dir=tmp_path)
+    else:
+        monkeypatch.setenv(RECOMPUTE_ENV, "0")  # the argument wins over the environment
+        result = load_or_run("test-toy", "smoke", recompute=True, results_dir=tmp_path)
+    assert CALLS == [3, 3, 1] and status("test-toy", "smoke", tmp_path) == "current"
+    np.testing.assert_array_equal(result["draws"], reference["draws"])
+    bar = capsys.readouterr().err
+    assert "test-toy: 100%" in bar and "7/7" in bar  # the progress bar, finished
+    CALLS.clear()
+    load_or_run("test-toy", "smoke", results_dir=tmp_path)
+    assert CALLS == []  # current now: loaded, even with recomputation allowed
+
+
+def test_load_or_run_loads_a_current_result_and_names_the_default_command(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setenv(RECOMPUTE_ENV, "yes")
+    run("test-toy", "smoke", tmp_path, progress=False)
+    CALLS.clear()
+    load_or_run("test-toy", "smoke", results_dir=tmp_path)
+    assert CALLS == []
+    monkeypatch.setenv(RECOMPUTE_ENV, "sometimes")
+    with pytest.raises(ValueError, match=f"{RECOMPUTE_ENV} must be 1 or 0"):
+        load_or_run("test-toy", "smoke", results_dir=tmp_path / "empty")
+    monkeypatch.delenv(RECOMPUTE_ENV)
+    with pytest.raises(ValueError, match="unknown experiment 'test-tyo'"):
+        load_or_run("test-tyo", "smoke", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="unknown scale 'huge'"):
+        load_or_run("test-toy", "huge", results_dir=tmp_path)
+    with pytest.raises(ResultNotCurrent, match=r"(?m)^    python -m dprl run test-toy "
+                                               r"--scale paper$"):
+        load_or_run("test-toy")  # the committed results folder holds no toy result
 
 
 def test_saved_batches_of_another_commit_are_not_resumed(tmp_path, monkeypatch):

@@ -96,6 +96,11 @@ def test_gaussian_epsilon_of_k_fold_composition_matches_privacy_loss_sum():
 
 def test_laplace_scale():
     assert M.laplace_scale(2.0, 0.5) == 4.0
+    assert M.laplace_scale(1e300, 1.0) == 1e300
+    with pytest.raises(ValueError, match="sensitivity=1e\\+300, eps=1e-300 is inf"):
+        M.laplace_scale(1e300, 1e-300)
+    with pytest.raises(ValueError, match="is 0.0, not a positive finite float"):
+        M.laplace_scale(5e-324, 1e3)  # underflow: no noise at all
 
 
 @pytest.mark.parametrize("calibration", ["classic", "analytic"])

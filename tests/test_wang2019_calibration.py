@@ -17,9 +17,9 @@ from dprl.wang2019.calibration import (LEMMA8_CONSTANT, READINGS, advanced_compo
                                        lemma8_offset, lemma8_tail_bound, ou_rkhs_norm_squared,
                                        ou_whiten, sample_path_maxima, theorem5_beta,
                                        theorem5_composition_sigma, theorem5_constant,
-                                       theorem5_delta, theorem5_sigma)
+                                       theorem5_delta, theorem5_premises, theorem5_sigma)
 from dprl.wang2019.functional_noise import OUPath, ou_kernel
-from dprl.wang2019.q_learning import AUTHORS_DQN
+from dprl.wang2019.q_learning import ALGORITHM1, AUTHORS_DQN
 
 #: A Theorem 5 setting: eps, delta, T, B, alpha, k, L.
 SETTING = (0.9, 5e-5, 39 * 128, 128, 0.01, 138.8, 1.0)
@@ -237,6 +237,34 @@ def test_dqn_calibration_readings():
     assert dqn_calibration(0.45, AUTHORS_DQN, "iterations").sigma > iterations.sigma
 
 
+def test_exact_composition_meets_the_target_and_agrees_with_dp_accounting():
+    from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
+    from dp_accounting.pld import pld_privacy_accountant
+    for reading, config in (("updates", AUTHORS_DQN), ("iterations", ALGORITHM1)):
+        bound = dqn_calibration(0.9, config, reading)
+        exact = dqn_calibration(0.9, config, reading, composition="exact")
+        n = dp_sgd_updates(config)
+        assert exact.sigma < bound.sigma and exact.total_delta == pytest.approx(1e-4, rel=1e-6)
+        sensitivity = math.sqrt(exact.constant)
+        assert exact_composition_delta(0.9, exact.sigma, sensitivity, n) == pytest.approx(
+            5e-5, rel=1e-6)
+        accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+        accountant.compose(SelfComposedDpEvent(GaussianDpEvent(exact.sigma / sensitivity), n))
+        assert accountant.get_epsilon(5e-5) == pytest.approx(0.9, rel=2e-3)
+
+
+def test_premises_of_the_proof_for_the_dqn_and_for_algorithm1():
+    dqn = theorem5_premises(AUTHORS_DQN, dqn_calibration(0.9, AUTHORS_DQN), 3.0)
+    assert dqn["updates_per_path"] == pytest.approx(4873 / 100)
+    assert dqn["plain_sgd_squared"] == 0.0 and dqn["lipschitz_over_assumed"] == 3.0
+    calibration = dqn_calibration(0.9, ALGORITHM1, "iterations")
+    literal = theorem5_premises(ALGORITHM1, calibration, 0.5)
+    assert literal["updates_per_path"] == 1.0 and literal["plain_sgd_squared"] == 1.0
+    margin = (calibration.k - lemma8_offset(calibration.sigma, calibration.beta)) / calibration.sigma
+    assert literal["tail_margin_in_sigma"] == pytest.approx(margin)
+    assert literal["tail_margin_needed"] == pytest.approx(math.sqrt(2 * math.log(2 * 39 / 5e-5)))
+
+
 def test_composition_baselines():
     eps, delta, n = 0.9, 5e-5, 39
     ours = theorem5_composition_sigma(eps, delta, n, 1.0)
@@ -278,6 +306,9 @@ def test_composition_baselines():
     lambda: ou_whiten([0.0, 1.0], [1.0, 1.0], 0.0),
     lambda: dqn_calibration(0.9, AUTHORS_DQN, "other"),
     lambda: dqn_calibration(0.9, AUTHORS_DQN, delta_total=1.0),
+    lambda: dqn_calibration(0.9, AUTHORS_DQN, composition="rdp"),
+    lambda: theorem5_premises(AUTHORS_DQN, None, 1.0),
+    lambda: theorem5_premises(AUTHORS_DQN, dqn_calibration(0.9, AUTHORS_DQN), 0.0),
 ])
 def test_bad_inputs_raise(call):
     with pytest.raises(ValueError):

@@ -8,7 +8,7 @@ from scipy import stats
 
 from dprl.wang2019 import functional_noise
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
-                                      ou_conditioning, query_times)
+                                      ou_conditioning, query_operations, query_times)
 from dprl.wang2019.functional_noise import (OUPath, conditional_moments,
                                             dense_conditional_moments, dense_conditional_sample,
                                             ou_kernel)
@@ -196,6 +196,34 @@ def test_query_times_and_slope():
     assert loglog_slope([10, 100, 1000], [1.0, 10.0 ** 1.5, 10.0 ** 3]) == pytest.approx(1.5)
 
 
+def test_operation_count_of_a_first_batch_by_hand():
+    # 100 new points into an empty path: sort 100 ceil(log2 100) = 700 comparisons, no run to
+    # search, 100 bridge draws, 100 moves into run 0 (capacity 64, overflows) and 100 into run 1
+    path = OUPath(SIGMA, BETA, np.random.default_rng(0))
+    path(np.random.default_rng(1).random(100))
+    assert path.operations == 700 + 100 + 200
+    # one more point: 2 runs (0 empty, 1 with 100 points): ceil(log2 101) + 1 = 8, one bridge,
+    # one move into run 0
+    before = path.operations
+    path(0.123456)
+    assert path.operations - before == 8 + 1 + 1
+    # a point already stored costs only its search, found in run 0 (1 point): 1 + 1
+    before = path.operations
+    path(0.123456)
+    assert path.operations - before == 2
+
+
+def test_operation_counts_grow_like_n_log_n_whatever_the_points():
+    sizes = np.array([10_000, 100_000])
+    batched = query_operations(sizes, 1000)
+    assert np.array_equal(batched, query_operations(sizes, 1000, seed=7))
+    assert 1.0 < loglog_slope(sizes, batched) < 1.25
+    single = query_operations(sizes // 10, 1)
+    assert 1.0 < loglog_slope(sizes // 10, single) < 1.25
+    # a structure with one sorted array (O(N) moves per insert) would have slope ~2
+    assert np.all(batched < sizes * np.log2(sizes) ** 2)
+
+
 @pytest.mark.parametrize("kwargs", [
     {"sigma": -1.0}, {"beta": 0.0}, {"beta": np.inf}, {"rng": 0}, {"n_paths": 0},
     {"n_paths": 2.0}, {"sigma": [1.0, 2.0]}, {"sigma": [1.0, -2.0], "n_paths": 2},
@@ -224,3 +252,17 @@ def test_bad_reference_inputs_raise():
         ou_kernel([0.1], [0.2], 1.0, -1.0)
     with pytest.raises(ValueError):
         loglog_slope([1.0], [1.0])
+
+
+def test_a_repeated_observation_counts_once():
+    x_obs, g_obs, x_new = [0.2, 0.5, 0.2, 0.9], [1.0, -0.3, 1.0, 0.4], [0.1, 0.3, 0.7]
+    once = dense_conditional_moments([0.2, 0.5, 0.9], [1.0, -0.3, 0.4], x_new, 1.5, 2.0)
+    for got, want in zip(dense_conditional_moments(x_obs, g_obs, x_new, 1.5, 2.0), once):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    draw = dense_conditional_sample(x_obs, g_obs, [0.2], 1.5, 2.0, np.random.default_rng(0))
+    np.testing.assert_allclose(draw, [1.0], atol=1e-6)  # pinned at the observed value
+
+
+def test_a_point_observed_with_two_values_is_refused():
+    with pytest.raises(ValueError, match="x_obs repeats the point 0.2 with different g_obs"):
+        dense_conditional_moments([0.2, 0.5, 0.2], [1.0, 0.0, 2.0], [0.3], 1.0, 1.0)

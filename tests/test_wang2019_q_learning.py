@@ -301,3 +301,29 @@ def test_bad_evaluation_inputs_raise():
         released(np.full((1, 3), 2.0))
     with pytest.raises(ValueError):
         released(np.full((2, 3), 0.5))
+
+
+def test_algorithm1_schedule_updates_once_per_b_transitions_on_those_transitions(monkeypatch):
+    config = ql.QLearningConfig(n_episodes=4, batch_size=16, replay_capacity=40,
+                                epsilon_start=0.0, epsilon_end=0.0, target_update_episodes=None,
+                                optimizer="sgd", loss="squared", grad_clip=None, reset_period=16,
+                                bootstrap_truncation=True, schedule="iterations")
+    seen = []
+    update = ql._update
+
+    def spy(learner, config, state, batch):
+        seen.append(batch[0].copy())
+        update(learner, config, state, batch)
+
+    monkeypatch.setattr(ql, "_update", spy)
+    checkpoints = []
+    result = train(MLPQ(), config, [0.5], [trial_generator(0, 3)], SHORT,
+                   on_episode=lambda e, params: checkpoints.append((e, params)))
+    steps = config.n_episodes * SHORT.horizon
+    assert result.n_updates == len(seen) == steps // 16
+    states = result.states[0, :, :-1].ravel()
+    for j, batch in enumerate(seen):  # the B transitions of iteration j, in order
+        np.testing.assert_array_equal(batch[0], states[16 * j:16 * (j + 1)])
+    assert [e for e, _ in checkpoints] == list(range(-1, config.n_episodes))
+    assert all(np.array_equal(a, b) for a, b in zip(checkpoints[-1][1], result.released.params))
+    assert ql.ALGORITHM1.schedule == "iterations" and ql.ALGORITHM1.reset_period == 128

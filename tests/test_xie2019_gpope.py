@@ -263,3 +263,36 @@ def test_a_data_set_does_not_depend_on_the_lengths_of_the_others():
     theta_together, _ = gpope_runs(ready_together, [0, 1], [0.01, 0.01], 200, 1.0, 1.0, 1e-5,
                                    trial_generators(3, 2))
     np.testing.assert_array_equal(theta_alone[0], theta_together[0])
+
+
+@pytest.mark.parametrize("gamma", [5.0, -0.1, 1.0 + 1e-9, np.nan])
+def test_gamma_outside_the_unit_interval_is_refused(gamma):
+    from dprl.xie2019 import prepare
+    data = _data(n_trials=2, m=5)
+    calls = [lambda: prepare(data, PHI, gamma),
+             lambda: primal_dual_descent(data, PHI, gamma, 0.1, 2, trial_generators(0, 2)),
+             lambda: gpope(data, PHI, gamma, 0.1, 2, 1.0, 1.0, 0.1, trial_generators(0, 2))]
+    for call in calls:
+        with pytest.raises(ValueError, match="gamma"):
+            call()
+
+
+@pytest.mark.parametrize("name", ["theta0", "w0"])
+@pytest.mark.parametrize("shape", [(4,), (2, 4), (3, 3), (1, 2, 3)])
+def test_a_starting_point_of_the_wrong_shape_is_refused_by_name(name, shape):
+    data = _data(n_trials=2, m=5)  # 2 data sets, 3 features
+    with pytest.raises(ValueError, match=rf"{name} must have shape \(3,\) or \(2, 3\)"):
+        primal_dual_descent(data, PHI, MDP.gamma, 0.1, 2, trial_generators(0, 2),
+                            **{name: np.zeros(shape)})
+
+
+def test_a_starting_point_per_data_set_or_shared_is_accepted():
+    data, start = _data(n_trials=2, m=5), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    shared = primal_dual_descent(data, PHI, MDP.gamma, 0.1, 1, trial_generators(0, 2),
+                                 theta0=start[0], w0=start[0])
+    each = primal_dual_descent(data, PHI, MDP.gamma, 0.1, 1, trial_generators(0, 2),
+                               theta0=start[[0, 0]], w0=start[[0, 0]])
+    np.testing.assert_array_equal(shared[0], each[0])
+    moved = primal_dual_descent(data, PHI, MDP.gamma, 1e-12, 1, trial_generators(0, 2),
+                                theta0=start)[0]
+    np.testing.assert_allclose(moved, start, atol=1e-9)

@@ -137,3 +137,18 @@ def test_the_paper_pair_epsilon_is_dp_accountings_pld():
     assert 0 < eps < 1
     with pytest.raises(ValueError, match="m"):
         paper_pair_epsilon(3.0, 1e-5, 10, 1)
+
+
+def test_dp_accounting_sigma_is_the_smallest_meeting_eps_and_the_premise():
+    orders = (2.0, 4.0, 8.0, 16.0)
+    sigma = x.dp_accounting_sigma(1.0, 1e-5, 100, 1000, orders=orders, rtol=1e-3)
+    assert x.dp_accounting_epsilon(sigma, 1e-5, 100, 1000, orders=orders) <= 1.0
+    assert x.dp_accounting_epsilon(sigma / 1.002, 1e-5, 100, 1000, orders=orders) > 1.0
+    # sensitivity enters only through sigma / sensitivity
+    assert x.dp_accounting_epsilon(2 * sigma, 1e-5, 100, 1000, sensitivity=2.0,
+                                   orders=orders) == pytest.approx(
+        x.dp_accounting_epsilon(sigma, 1e-5, 100, 1000, sensitivity=1.0, orders=orders))
+    assert x.theorem1_premise(0.1, 2000, 100, c1=1.0)  # 0.1 < 2000 / 100^2
+    assert not x.theorem1_premise(0.1, 1000, 1000, c1=1.0)  # 0.1 >= 1000 / 1000^2
+    with pytest.raises(ValueError, match="c1"):
+        x.theorem1_premise(0.1, 10, 10, c1=0.0)

@@ -130,3 +130,30 @@ def test_gradient_variances_match_a_direct_computation():
         assert values["mean_inverse_length"][d] == pytest.approx(np.mean(1 / data.lengths[d]))
     norms = gradient_norms(data, features, 0.9, theta, w, ratios)
     assert norms.shape == (2, 40)
+
+
+def test_moment_recursion_matches_the_exact_recursion_and_its_closed_form(chain_statistics):
+    from dprl.xie2019.utility import MomentRecursion, expected_squared_errors
+    mdp, data, features, _ = chain_statistics
+    data = data.first(60)
+    recursion = MomentRecursion(data, features, mdp.gamma)
+    steps = np.linspace(0.4, 0.05, 150)
+    exact = expected_squared_errors(data, features, mdp.gamma, steps, 0.3)["error"]
+    assert recursion.start_error == pytest.approx(exact[0], rel=1e-12)
+    assert recursion.error_after(steps, 0.3) == pytest.approx(exact[-1], rel=1e-9)
+    constant = expected_squared_errors(data, features, mdp.gamma, np.full(200, 0.1), 0.3)
+    assert recursion.constant_step_error(0.1, 200, 0.3) == pytest.approx(
+        constant["error"][-1], rel=1e-9)
+    assert recursion.constant_step_error(1e3, 200, 0.3) == np.inf  # explodes
+    with pytest.raises(ValueError, match="step"):
+        recursion.error_after(np.array([0.1, -0.1]), 0.3)
+
+
+def test_shifted_theorem3_steps():
+    from dprl.xie2019.utility import shifted_theorem3_steps
+    steps = shifted_theorem3_steps(0.5, 1000, 0.01, eta=2.0)
+    assert steps[0] == 0.5
+    i0 = 2.0 / (0.01 * 0.5)
+    np.testing.assert_allclose(steps, 2.0 / (0.01 * (np.arange(1000) + i0)), rtol=1e-12)
+    with pytest.raises(ValueError, match="eta"):
+        shifted_theorem3_steps(0.5, 10, 0.01, eta=0.0)

@@ -29,7 +29,7 @@ def as_orders(orders: ArrayLike, *, integer: bool = False) -> np.ndarray:
     if orders.ndim > 1:
         raise ValueError(f"orders must be a scalar or a 1-D array, got shape {orders.shape}")
     if np.any(orders <= 1):
-        raise ValueError(f"every Renyi order must be > 1, got min {orders.min()}")
+        raise ValueError(f"orders must all be > 1 (Renyi orders), got min {orders.min()}")
     if integer and np.any(orders != np.round(orders)):
         bad = orders[orders != np.round(orders)]
         raise ValueError(f"orders must be integers for this bound, got {bad.tolist()}")

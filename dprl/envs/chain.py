@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from scipy import linalg
 
 from dprl.envs.trajectories import Trajectories
 from dprl.validation import require_array, require_int, require_probability
@@ -107,8 +108,12 @@ class ChainMDP:
         return R
 
     def expected_rewards(self) -> np.ndarray:
-        """``r(s) = sum_s' P(s, s') R(s, s')``."""
-        return (self.transition_matrix() * self.reward_matrix()).sum(axis=1)
+        """``r(s) = sum_s' P(s, s') R(s, s')``: ``1 - p`` from the state before the goal (the
+        only transition that enters it), 0 elsewhere; O(N)."""
+        r = np.zeros(self.n_states)
+        if self.goal > 0:
+            r[self.goal - 1] = 1.0 - self.stay_prob
+        return r
 
     def live_matrix(self) -> np.ndarray:
         """``P`` without the transitions that terminate (into, or out of, the absorbing state):
@@ -118,9 +123,17 @@ class ChainMDP:
         return P
 
     def value_function(self) -> np.ndarray:
-        """Exact infinite-horizon ``V``: solves ``(I - gamma P_live) V = r``, so ``V(A) = 0``."""
-        M = np.eye(self.n_states) - self.gamma * self.live_matrix()
-        return np.linalg.solve(M, self.expected_rewards())
+        """Exact infinite-horizon ``V``: solves ``(I - gamma P_live) V = r``, so ``V(A) = 0``.
+
+        The chain only stays or moves right, so the system is upper bidiagonal and is solved
+        by back substitution in O(N) (LAPACK's banded solver: the same bits as a dense
+        solve, which needs no pivoting here)."""
+        n, p = self.n_states, self.stay_prob
+        bands = np.zeros((2, n))
+        bands[0, 1:] = -self.gamma * (1.0 - p)  # M[s, s + 1]
+        bands[0, -1] = 0.0  # live_matrix drops the move into the absorbing state
+        bands[1, :-1], bands[1, -1] = 1.0 - self.gamma * p, 1.0  # M[s, s]
+        return linalg.solve_banded((0, 1), bands, self.expected_rewards())
 
     def finite_horizon_values(self, horizon: int | None = None) -> np.ndarray:
         """Expected return over at most ``horizon`` transitions (default: ``self.horizon``), by

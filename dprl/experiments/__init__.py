@@ -2,9 +2,10 @@
 
 from dprl.experiments.registry import (SCALES, Experiment, TrialConfig, all_experiments, get,
                                        register)
-from dprl.experiments.runner import (RESULTS_DIR, Result, load, load_or_run, mismatched_trials,
+from dprl.experiments.runner import (RECOMPUTE_ENV, RESULTS_DIR, Result, ResultNotCurrent, load,
+                                     load_or_run, mismatched_trials, regenerate_command,
                                      result_paths, run, status)
 
 __all__ = ["SCALES", "Experiment", "TrialConfig", "all_experiments", "get", "register",
-           "RESULTS_DIR", "Result", "load", "load_or_run", "mismatched_trials", "result_paths",
-           "run", "status"]
+           "RECOMPUTE_ENV", "RESULTS_DIR", "Result", "ResultNotCurrent", "load", "load_or_run",
+           "mismatched_trials", "regenerate_command", "result_paths", "run", "status"]

@@ -19,6 +19,8 @@ import numpy as np
 
 from dprl.balle2016 import (dp_lsl, dp_lsl_noise_scale, dp_lsw, dp_lsw_noise_scale, lsl, lsw,
                             ridge_threshold)
+from dprl.balle2016.authors_code import (authors_dp_lsl, authors_dp_lsw,
+                                        authors_lsw_noise_scale, authors_ridge_threshold)
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
 from dprl.balle2016.statistics import FirstVisitSummary, stack_summaries
 from dprl.balle2016.utility import lsl_excess_risk, lsw_excess_risk
@@ -98,7 +100,7 @@ def figure1_trials(config: Figure1Config,
     privacy = (config.eps, config.delta)
 
     def error(features: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        return weighted_rmse((features * theta[:, None, :]).sum(axis=-1), truth, rho)
+        return _rmse(features, theta, truth, rho)
 
     for g, group_size in enumerate(config.group_sizes):
         features = aggregation_features(mdp.n_states, group_size)
@@ -121,6 +123,12 @@ def figure1_trials(config: Figure1Config,
                 out["dp_lsl_rmse"][at] = error(features, released)
                 out["dp_lsl_excess"][at] = lsl_excess_risk(data, features, rho, lam, released)
     return out | _panel_b(config, data_sets, rngs)
+
+
+def _rmse(features: np.ndarray, theta: np.ndarray, truth: np.ndarray,
+          rho: np.ndarray) -> np.ndarray:
+    """The rho-weighted RMSE of ``Phi theta`` ``(datasets, d)`` against the exact ``V``."""
+    return weighted_rmse((features * theta[:, None, :]).sum(axis=-1), truth, rho)
 
 
 def _panel_b(config: Figure1Config, data_sets: list[FirstVisitSummary],
@@ -152,3 +160,87 @@ FIGURE1 = register(Experiment(
         "paper": Figure1Config(n_trials=20, root_seed=1606, batch_size=5),
     },
     run_trials=figure1_trials))
+
+
+def ridge_schedule_trials(config: Figure1Config,
+                          rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial, DP-LSL's RMSE ``(groups, scales, powers, sizes)`` for every schedule
+    ``lambda = c m^q`` of ``config`` (NaN where refused), on Figure 1's data sets (the same
+    root seed draws the same data sets; the noise draws differ)."""
+    mdp = config.mdp
+    rho, truth = mdp.start_probabilities, mdp.value_function()
+    data_sets = _data_sets(config, rngs)
+    shape = (len(rngs), len(config.group_sizes), len(config.ridge_scales),
+             len(config.ridge_powers), len(config.batch_sizes))
+    rmse = np.full(shape, np.nan)
+    for g, group_size in enumerate(config.group_sizes):
+        features = aggregation_features(mdp.n_states, group_size)
+        threshold = ridge_threshold(features, rho)
+        for j, data in enumerate(data_sets):
+            for index, lam in np.ndenumerate(config.ridges(data.n_trajectories)):
+                if lam > threshold:  # DP-LSL refuses the others (Cor. 8)
+                    released = dp_lsl(data, features, rho, lam, config.eps, config.delta, rngs)
+                    rmse[(slice(None), g, *index, j)] = _rmse(features, released, truth, rho)
+    return {"dp_lsl_rmse": rmse}
+
+
+RIDGE_SCHEDULES = register(Experiment(
+    id="balle2016-ridge-schedules",
+    title="Balle et al. (2016), Sec. 6: DP-LSL's ridge schedules lambda = c m^q on a wide grid",
+    chapter="book/balle2016/experiments.ipynb",
+    configs={
+        "smoke": Figure1Config(n_trials=2, root_seed=1606, batch_size=2,
+                               batch_sizes=(10, 1000, 100_000), group_sizes=(1, 2),
+                               ridge_scales=(1.0, 100.0), ridge_powers=(0.3, 0.5),
+                               panel_b_sizes=(1000,)),
+        "paper": Figure1Config(n_trials=20, root_seed=1606, batch_size=5, group_sizes=(1, 2),
+                               ridge_scales=tuple(float(10 ** (k / 2)) for k in range(-2, 17)),
+                               ridge_powers=tuple(k / 10 for k in range(11))),
+    },
+    run_trials=ridge_schedule_trials))
+
+
+def authors_code_trials(config: Figure1Config,
+                        rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Figure 1's DP-LSW and DP-LSL with the authors' code's choices
+    (:mod:`dprl.balle2016.authors_code`) on Figure 1's data sets: per trial LSW's RMSE and
+    DP-LSW's RMSE and noise scale ``(groups, sizes)``, DP-LSL's RMSE
+    ``(groups, scales, powers, sizes)`` (NaN where the code's threshold refuses it)."""
+    mdp = config.mdp
+    rho, truth = mdp.start_probabilities, mdp.value_function()
+    data_sets = _data_sets(config, rngs)
+    shape = (len(rngs), len(config.group_sizes), len(config.batch_sizes))
+    out = {name: np.empty(shape) for name in ("lsw_rmse", "dp_lsw_rmse", "dp_lsw_sigma")}
+    out["dp_lsl_rmse"] = np.full((*shape[:2], len(config.ridge_scales),
+                                  len(config.ridge_powers), shape[2]), np.nan)
+    privacy = (config.eps, config.delta)
+    for g, group_size in enumerate(config.group_sizes):
+        features = aggregation_features(mdp.n_states, group_size)
+        threshold = authors_ridge_threshold(features, rho)
+        for j, data in enumerate(data_sets):
+            out["lsw_rmse"][:, g, j] = _rmse(features, lsw(data, features, rho), truth, rho)
+            out["dp_lsw_sigma"][:, g, j] = authors_lsw_noise_scale(data, features, rho, *privacy)
+            released = authors_dp_lsw(data, features, rho, *privacy, rngs)
+            out["dp_lsw_rmse"][:, g, j] = _rmse(features, released, truth, rho)
+            for index, lam in np.ndenumerate(config.ridges(data.n_trajectories)):
+                if lam > threshold:
+                    released = authors_dp_lsl(data, features, rho, lam, *privacy, rngs)
+                    out["dp_lsl_rmse"][(slice(None), g, *index, j)] = _rmse(
+                        features, released, truth, rho)
+    return out
+
+
+AUTHORS_CODE = register(Experiment(
+    id="balle2016-figure1-authors-code",
+    title="Balle et al. (2016), Figure 1 with two choices of the authors' code (Gamma^{1/2} in "
+          "DP-LSW's smooth bound, Frobenius norms): not the paper's formulas",
+    chapter="book/balle2016/experiments.ipynb",
+    configs={
+        "smoke": Figure1Config(n_trials=2, root_seed=1606, batch_size=2,
+                               batch_sizes=(10, 1000, 100_000), group_sizes=(1, 2),
+                               ridge_scales=(100.0,), ridge_powers=(0.5,),
+                               panel_b_sizes=(1000,)),
+        "paper": Figure1Config(n_trials=20, root_seed=1606, batch_size=5, group_sizes=(1, 2),
+                               ridge_scales=(100.0, 1e3, 1e4), ridge_powers=(0.3, 0.4, 0.5)),
+    },
+    run_trials=authors_code_trials))

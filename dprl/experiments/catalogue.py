@@ -10,3 +10,4 @@ import dprl.experiments.wang2019  # noqa: F401
 import dprl.experiments.sharma2025  # noqa: F401
 import dprl.experiments.sharma2025_release  # noqa: F401
 import dprl.experiments.sharma2025_training  # noqa: F401
+import dprl.experiments.audits  # noqa: F401

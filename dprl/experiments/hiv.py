@@ -255,7 +255,7 @@ TUNING = register(Experiment(
     chapter="book/xie2019/hiv.ipynb",
     configs={"smoke": HIVConfig(n_trials=2, root_seed=13, batch_size=2, **_SMOKE),
              "paper": HIVConfig(n_trials=10, root_seed=13, batch_size=5)},
-    run_trials=tuning_trials))
+    run_trials=tuning_trials, after=(POLICY.id,)))
 
 HIV = register(Experiment(
     id="xie2019-hiv",
@@ -266,7 +266,7 @@ HIV = register(Experiment(
              # tuned(xie2019-hiv-tuning) (tested)
              "paper": HIVConfig(n_trials=100, root_seed=2019, batch_size=5,
                                 tuned_steps=_TUNED)},
-    run_trials=hiv_trials))
+    run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
 
 
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]

@@ -345,7 +345,7 @@ TUNING = register(Experiment(
     chapter="book/xie2019/mountain-car.ipynb",
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=11, batch_size=2, **_SMOKE),
              "paper": MountainCarConfig(n_trials=10, root_seed=11, batch_size=5)},
-    run_trials=tuning_trials))
+    run_trials=tuning_trials, after=(POLICY.id,)))
 
 _SMOKE_STEPS = ((1e-2, 1e-2, 1e-2),) * 2
 
@@ -368,7 +368,7 @@ MOUNTAIN_CAR = register(Experiment(
                  tuned_steps=_half_decades((-8, -6, -5, -1), (-8, -6, -4, -1), (-8, -5, -4, -1)),
                  tuned_steps_off=_half_decades((-8, -7, -5, -1), (-8, -6, -4, -1),
                                                (-8, -5, -4, -1)))},
-    run_trials=mountain_car_trials))
+    run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
 
 __all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
            "dp_lsw_theta", "evaluated_policy", "grid_costs", "importance_ratios", "policy_weights", "reference_statistics",

@@ -52,13 +52,18 @@ def config_to_dict(config: TrialConfig) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: ``run_trials(config, rngs)`` returns per-trial arrays."""
+    """A registered experiment: ``run_trials(config, rngs)`` returns per-trial arrays.
+
+    ``after``: the experiments whose paper-scale results this one's paper scale reads (an
+    evaluated policy, experts, releases) or whose outcome its config holds (tuned steps,
+    step caps); ``python -m dprl run --all`` computes them first."""
 
     id: str
     title: str
     chapter: str
     configs: Mapping[str, TrialConfig]
     run_trials: TrialFunction
+    after: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if set(self.configs) != set(SCALES):

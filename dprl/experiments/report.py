@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dprl.experiments.registry import SCALES, all_experiments, config_to_dict
-from dprl.experiments.runner import load, status
+from dprl.experiments.runner import RESULTS_DIR, load, status
 
 
-def listing(scales: tuple[str, ...] = SCALES) -> str:
-    """Every experiment, its chapter, its settings at each of ``scales`` and its result's
-    status there."""
+def listing(scales: tuple[str, ...] = SCALES, results_dir: Path | str = RESULTS_DIR) -> str:
+    """Every experiment, its chapter, its settings at each of ``scales`` and the status of
+    its result there (in ``results_dir``)."""
     lines = []
     for experiment in all_experiments():
         lines += [f"{experiment.id}: {experiment.title}", f"  chapter: {experiment.chapter}"]
         for scale in scales:
             settings = ", ".join(f"{key}={_short(value)}" for key, value in
                                  config_to_dict(experiment.config(scale)).items())
-            lines.append(f"  {scale:5s} [{status(experiment.id, scale)}] {settings}")
+            lines.append(f"  {scale:5s} [{status(experiment.id, scale, results_dir)}] "
+                         f"{settings}")
     return "\n".join(lines)
 
 

@@ -9,15 +9,17 @@ same config at the same commit picks up from there.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import re
 import shutil
+import signal
+import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,16 @@ class Result:
     @property
     def config(self) -> dict[str, Any]:
         return self.provenance["config"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: ``saved`` of its ``total`` trials are kept in finished
+    batches, and the same command resumes from them."""
+
+    def __init__(self, experiment_id: str, saved: int, total: int) -> None:
+        super().__init__(f"{experiment_id}: {saved}/{total} trials saved; "
+                         "rerun the same command to resume")
+        self.saved, self.total = saved, total
 
 
 def result_paths(experiment_id: str, scale: str,
@@ -75,7 +87,8 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     Finished batches survive an interruption; with ``resume`` a rerun computes only the rest
     (the partial folder is discarded if its config differs from the current one). With
     ``jobs > 1`` batches run in that many processes at once; the result is the same bits,
-    since every experiment is batch-invariant.
+    since every experiment is batch-invariant. Ctrl-C (KeyboardInterrupt) stops the
+    workers at once and raises :class:`Interrupted`; the finished batches are kept.
     """
     experiment = get(experiment_id)
     config = experiment.config(scale)
@@ -83,19 +96,16 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     arrays_path, sidecar_path, partial = result_paths(experiment_id, scale, results_dir)
     done = _prepare_partial(partial, config, resume)
     batches = _batches(config)
-    todo = [batch for batch in batches if batch not in done]
-    bar = tqdm(total=config.n_trials, desc=experiment_id, unit="trial", disable=not progress)
-    bar.update(config.n_trials - sum(stop - start for start, stop in todo))
-    if jobs == 1:
-        for start, stop in todo:
-            bar.update(_compute_batch(experiment_id, scale, start, stop, partial))
-    else:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_compute_batch, experiment_id, scale, start, stop, partial)
-                       for start, stop in todo]
-            for future in as_completed(futures):
-                bar.update(future.result())
-    bar.close()
+    todo = [(experiment_id, scale, start, stop, partial)
+            for start, stop in batches if (start, stop) not in done]
+    saved = sum(stop - start for start, stop in batches if (start, stop) in done)
+    with tqdm(total=config.n_trials, initial=saved,
+              desc=experiment_id, unit="trial", disable=not progress) as bar:
+        try:
+            _compute_batches(todo, jobs, bar)
+        except KeyboardInterrupt:
+            saved = sum(stop - start for start, stop in _saved_batches(partial))
+            raise Interrupted(experiment_id, saved, config.n_trials) from None
     arrays, wall_time = _gather(partial, batches)
     record = provenance(experiment, scale, config, arrays, wall_time)
     _write_result(arrays_path, sidecar_path, arrays, record)
@@ -110,11 +120,14 @@ def load(experiment_id: str, scale: str = "paper",
     if not arrays_path.exists() or not sidecar_path.exists():
         raise FileNotFoundError(
             f"no stored result for {experiment_id!r} at scale {scale!r} in {results_dir}; "
-            f"run: python -m dprl run {experiment_id} --scale {scale}")
-    record = json.loads(sidecar_path.read_text())
+            f"run: {regenerate_command(experiment_id, scale, results_dir)}")
+    record = _sidecar(sidecar_path)
+    if record is None:
+        raise ValueError(f"{sidecar_path} is unreadable; regenerate it: "
+                         f"{regenerate_command(experiment_id, scale, results_dir)}")
     if record.get("sha256") != _sha256(arrays_path):
         raise ValueError(f"{arrays_path} does not match the checksum in {sidecar_path.name}; "
-                         f"regenerate it: {record.get('command')}")
+                         f"regenerate it: {regenerate_command(experiment_id, scale, results_dir)}")
     with np.load(arrays_path) as stored:
         arrays = {name: stored[name] for name in stored.files}
     return Result(arrays, record)
@@ -122,24 +135,103 @@ def load(experiment_id: str, scale: str = "paper",
 
 def status(experiment_id: str, scale: str = "paper",
            results_dir: Path | str = RESULTS_DIR) -> str:
-    """'missing', 'corrupt' (the arrays do not match the sidecar's checksum), 'stale' (the
-    stored config differs from the registered one) or 'current'."""
+    """'missing', 'corrupt' (the sidecar is unreadable or the arrays do not match its
+    checksum), 'stale' (the stored config differs from the registered one) or 'current'."""
     arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
     if not (arrays_path.exists() and sidecar_path.exists()):
         return "missing"
-    record = json.loads(sidecar_path.read_text())
-    if record.get("sha256") != _sha256(arrays_path):
+    record = _sidecar(sidecar_path)
+    if record is None or record.get("sha256") != _sha256(arrays_path):
         return "corrupt"
-    current = record["config"] == config_to_dict(get(experiment_id).config(scale))
+    current = record.get("config") == config_to_dict(get(experiment_id).config(scale))
     return "current" if current else "stale"
 
 
-def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool = False,
-                results_dir: Path | str = RESULTS_DIR, progress: bool = False) -> Result:
-    """The stored result when it is current; otherwise (or with ``recompute``) run it anew."""
-    if not recompute and status(experiment_id, scale, results_dir) == "current":
+RECOMPUTE_ENV = "DPRL_RECOMPUTE"
+_STATES = {"missing": "is missing",
+           "corrupt": "is corrupt (its sidecar is unreadable or its arrays do not match its checksum)",
+           "stale": "is stale (computed with a config that differs from the registered one)"}
+
+
+class ResultNotCurrent(RuntimeError):
+    """A chapter asked for a stored result that is missing, stale or corrupt."""
+
+
+def regenerate_command(experiment_id: str, scale: str = "paper",
+                       results_dir: Path | str = RESULTS_DIR) -> str:
+    """The command line that (re)computes and stores a result."""
+    command = f"python -m dprl run {experiment_id} --scale {scale}"
+    if Path(results_dir).resolve() != RESULTS_DIR.resolve():
+        command += f" --results-dir {results_dir}"
+    return command
+
+
+def recompute_requested(recompute: bool | None = None) -> bool:
+    """``recompute`` when given, else the environment variable ``DPRL_RECOMPUTE`` (1/0,
+    true/false, yes/no; unset or empty means no)."""
+    if recompute is not None:
+        return bool(recompute)
+    value = os.environ.get(RECOMPUTE_ENV, "").strip().lower()
+    if value not in {"", "0", "1", "false", "true", "no", "yes"}:
+        raise ValueError(f"{RECOMPUTE_ENV} must be 1 or 0 (true/false, yes/no), got {value!r}")
+    return value in {"1", "true", "yes"}
+
+
+def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None = None,
+                results_dir: Path | str = RESULTS_DIR, progress: bool = True) -> Result:
+    """The stored result of ``experiment_id`` when it is current: what chapters call.
+
+    A missing, stale or corrupt result stops with :class:`ResultNotCurrent`, whose message
+    names the command that regenerates it; it is computed here (resuming saved batches, with
+    a progress bar) only when the reader asks: ``recompute=True``, or ``DPRL_RECOMPUTE=1`` in
+    the environment when ``recompute`` is None. A current result is always loaded, never
+    recomputed (``python -m dprl run`` does that).
+    """
+    get(experiment_id).config(scale)  # an unknown id or scale fails here, naming it
+    state = status(experiment_id, scale, results_dir)
+    if state == "current":
         return load(experiment_id, scale, results_dir)
+    if not recompute_requested(recompute):
+        raise ResultNotCurrent(
+            f"the stored {scale}-scale result of {experiment_id!r} in {results_dir} "
+            f"{_STATES[state]}. Regenerate it with:\n    "
+            f"{regenerate_command(experiment_id, scale, results_dir)}\n"
+            f"(or compute it here, with a progress bar: pass recompute=True, or set "
+            f"{RECOMPUTE_ENV}=1 in the environment)")
     return run(experiment_id, scale, results_dir, progress=progress)
+
+
+def _compute_batches(todo: list[tuple], jobs: int, bar: tqdm) -> None:
+    """Compute and save the batches ``todo`` (arguments of :func:`_compute_batch`), ``jobs``
+    at a time in worker processes when ``jobs > 1``. The workers ignore SIGINT from birth
+    (a terminal's Ctrl-C reaches the whole process group); on KeyboardInterrupt here they
+    are terminated at once, and the queued batches with them."""
+    if jobs == 1:
+        for args in todo:
+            bar.update(_compute_batch(*args))
+        return
+    with _sigint_ignored():  # ignored signals stay ignored in the spawned workers
+        pool = multiprocessing.get_context("spawn").Pool(jobs)
+    try:
+        for count in pool.imap_unordered(_compute_batch_star, todo):
+            bar.update(count)
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored inside the block (in the main thread; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _batches(config: TrialConfig) -> list[tuple[int, int]]:
@@ -163,6 +255,11 @@ def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tu
         shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
     _write_text(marker, json.dumps(wanted, indent=1))
+    return _saved_batches(partial)
+
+
+def _saved_batches(partial: Path) -> set[tuple[int, int]]:
+    """The ``(start, stop)`` of every batch saved in ``partial``."""
     found = (_BATCH_FILE.fullmatch(path.name) for path in partial.iterdir())
     return {(int(m[1]), int(m[2])) for m in found if m}
 
@@ -175,6 +272,11 @@ def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partia
     arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
     _save_batch(partial, start, stop, arrays, time.perf_counter() - started)
     return stop - start
+
+
+def _compute_batch_star(args: tuple) -> int:
+    """:func:`_compute_batch` of a tuple of arguments (for ``Pool.imap_unordered``)."""
+    return _compute_batch(*args)
 
 
 def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
@@ -222,6 +324,15 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _sidecar(path: Path) -> dict[str, Any] | None:
+    """A result's provenance record, or None when it is unreadable, truncated or lacks the
+    config and checksum every sidecar holds."""
+    record = _read_json(path)
+    if not isinstance(record, dict) or not {"config", "sha256"} <= record.keys():
+        return None
+    return record
 
 
 def _sha256(path: Path) -> str:

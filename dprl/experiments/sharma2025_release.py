@@ -134,7 +134,7 @@ def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, .
                  "paper": ReleaseConfig(n_trials=n_releases, root_seed=root_seed, batch_size=5,
                                         env=env, cells=paper_cells, horizon=horizon,
                                         data_seed=data_seed)},
-        run_trials=release_trials))
+        run_trials=release_trials, after=(f"sharma2025-{env.lower()}-experts",)))
 
 
 B3 = "appendix_b3"

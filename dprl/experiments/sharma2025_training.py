@@ -326,7 +326,11 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
                                          batch_size=1, env=env, runs=runs, steps=steps,
                                          checkpoints=checkpoints)},
-        run_trials=training_trials))
+        run_trials=training_trials,
+        # the population (curves and training), the releases (ours) and the step cap the
+        # curves choose (training)
+        after=(f"sharma2025-{env.lower()}-experts",) + (() if kind == "curves" else (
+            _release_id(env), f"sharma2025-{env.lower()}-curves"))))
 
 
 def nonprivate_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:

@@ -36,8 +36,10 @@ from dprl.wang2019.baselines import (BaselineResult, evaluate_table_greedy,
                                      train_dp_sgd, train_input_perturbation,
                                      train_output_perturbation)
 from dprl.wang2019.calibration import READINGS, dqn_calibration
-from dprl.wang2019.q_learning import (AUTHORS_DQN, MLPQ, QLearningConfig, evaluate_greedy,
-                                      train)
+from dprl.wang2019.lipschitz import (exact_lipschitz, finite_difference_lipschitz,
+                                     spectral_lipschitz)
+from dprl.wang2019.q_learning import (ALGORITHM1, AUTHORS_DQN, MLPQ, QLearningConfig,
+                                      evaluate_greedy, train)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -171,3 +173,128 @@ FIGURE2 = register(Experiment(
                                     evaluation_episodes=5),
              "paper": Figure2Config(n_trials=10, root_seed=0, batch_size=5)},
     run_trials=figure2_trials))
+
+
+# --- Theorem 5's Lipschitz constant along training (issue 15) ------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LipschitzConfig(TrialConfig):
+    """Fig. 2's privacy levels, delta and DQN (reset every episode); parameters checked at
+    initialisation and every ``checkpoint_every`` episodes."""
+
+    eps_levels: tuple[float, ...] = (0.9, 0.45)
+    delta: float = 1e-4
+    n_episodes: int = 100
+    reset_period: int = 50
+    checkpoint_every: int = 10
+
+
+def lipschitz_settings(config: LipschitzConfig) -> list[tuple[str, float | None]]:
+    """The runs whose networks are measured: the plain DQN, Algorithm 1 in the DQN at Fig. 2's
+    "updates" calibration, and Algorithm 1 read literally at its own, per eps level."""
+    return [("dqn", None)] + [(name, eps) for name in ("ours-updates", "algorithm1")
+                              for eps in config.eps_levels]
+
+
+def setting_run(name: str, eps: float | None, config: LipschitzConfig | Figure2Config,
+                composition: str = "theorem5") -> tuple[QLearningConfig, float]:
+    """The training config and noise level of a run (Wang & Hegde 2019, Alg. 1 and Thm. 5):
+    ``"dqn"`` (no noise), ``"ours-updates"`` (the authors' DQN, every update counted) or
+    ``"algorithm1"`` (:data:`ALGORITHM1`, its T/B iterations counted), composed by
+    ``composition``."""
+    if name == "dqn":
+        return figure2_dqn(config), 0.0
+    if name == "ours-updates":
+        dqn, reading = figure2_dqn(config), "updates"
+    elif name == "algorithm1":
+        dqn, reading = dataclasses.replace(ALGORITHM1, n_episodes=config.n_episodes), "iterations"
+    else:
+        raise ValueError(f"unknown run {name!r}")
+    calibration = dqn_calibration(eps, dqn, reading, delta_total=config.delta,
+                                  composition=composition)
+    return dataclasses.replace(dqn, beta=calibration.beta), calibration.sigma
+
+
+def lipschitz_trials(config: LipschitzConfig,
+                     rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Exact, spectral-norm and grid Lipschitz constants (trials, checkpoints, settings,
+    actions) of every setting's network at initialisation (checkpoint 0) and after every
+    ``checkpoint_every`` episodes (:mod:`dprl.wang2019.lipschitz`)."""
+    measures = {"exact": exact_lipschitz, "spectral": spectral_lipschitz,
+                "finite_difference": finite_difference_lipschitz}
+    settings = lipschitz_settings(config)
+    n_checkpoints = config.n_episodes // config.checkpoint_every + 1
+    out = {key: np.empty((len(rngs), n_checkpoints, len(settings), MLPQ().n_actions))
+           for key in measures}
+    for j, (name, eps) in enumerate(settings):
+        dqn, sigma = setting_run(name, eps, config)
+
+        def record(episode: int, params: tuple, j: int = j) -> None:
+            if (episode + 1) % config.checkpoint_every == 0:
+                for key, measure in measures.items():
+                    out[key][:, (episode + 1) // config.checkpoint_every, j] = measure(params)
+
+        train(MLPQ(), dqn, np.full(len(rngs), sigma), _copies(rngs, 1), on_episode=record)
+    return out
+
+
+LIPSCHITZ = register(Experiment(
+    id="wang2019-lipschitz",
+    title="Wang & Hegde (2019), Thm. 5: the Q-network's Lipschitz constant along training "
+          "(plain DQN, Algorithm 1 in the DQN, Algorithm 1 read literally)",
+    chapter="book/wang2019/experiments.ipynb",
+    configs={"smoke": LipschitzConfig(n_trials=2, root_seed=0, batch_size=2, n_episodes=4,
+                                      checkpoint_every=2),
+             "paper": LipschitzConfig(n_trials=10, root_seed=0, batch_size=10)},
+    run_trials=lipschitz_trials))
+
+
+# --- Fig. 2 on equal terms (issue 15) ------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Figure2VariantConfig(Figure2Config):
+    """Fig. 2's settings and the runs (name, composition) of :func:`setting_run` to make."""
+
+    runs: tuple[tuple[str, str], ...] = (("ours-updates", "exact"),)
+
+
+def figure2_variant_trials(config: Figure2VariantConfig,
+                           rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Every run of ``config.runs`` at every eps level for all trials: training returns
+    (n, levels, runs, E) and greedy returns of the released Q + g (n, levels, runs)."""
+    levels = len(config.eps_levels)
+    returns = np.empty((len(rngs), levels, len(config.runs), config.n_episodes))
+    greedy = np.empty((len(rngs), levels, len(config.runs)))
+    for m, (name, composition) in enumerate(config.runs):
+        for k, eps in enumerate(config.eps_levels):
+            dqn, sigma = setting_run(name, eps, config, composition)
+            result = train(MLPQ(), dqn, np.full(len(rngs), sigma), _copies(rngs, 1))
+            returns[:, k, m] = result.returns
+            greedy[:, k, m] = evaluate_greedy(result.released, config.evaluation_episodes,
+                                              _evaluation_streams(rngs, 1))
+    return {"returns": returns, "greedy_returns": greedy}
+
+
+def _variant(runs: tuple[tuple[str, str], ...]) -> dict[str, Figure2VariantConfig]:
+    """Smoke and paper configs of a Fig. 2 variant making ``runs``."""
+    return {"smoke": Figure2VariantConfig(n_trials=2, root_seed=0, batch_size=2, n_episodes=3,
+                                          evaluation_episodes=5, runs=runs),
+            "paper": Figure2VariantConfig(n_trials=10, root_seed=0, batch_size=10, runs=runs)}
+
+
+FIGURE2_EXACT = register(Experiment(
+    id="wang2019-figure2-exact",
+    title="Wang & Hegde (2019), Fig. 2 on equal terms: Algorithm 1 in the DQN with its updates "
+          "composed exactly at delta = 1e-4, as the baselines",
+    chapter="book/wang2019/experiments.ipynb",
+    configs=_variant((("ours-updates", "exact"),)),
+    run_trials=figure2_variant_trials))
+
+ALGORITHM1_RUNS = register(Experiment(
+    id="wang2019-algorithm1",
+    title="Wang & Hegde (2019), Algorithm 1 read literally (one plain SGD step per B "
+          "transitions, squared loss, a fresh path per iteration) at Fig. 2's privacy levels, "
+          "composed by Theorem 5 and exactly",
+    chapter="book/wang2019/experiments.ipynb",
+    configs=_variant((("algorithm1", "theorem5"), ("algorithm1", "exact"))),
+    run_trials=figure2_variant_trials))

@@ -137,4 +137,4 @@ CHAIN = register(Experiment(
         "paper": ChainConfig(n_trials=100, root_seed=2019, batch_size=10,
                              tuned_steps=(10 ** (-3 / 2),) * 3),
     },
-    run_trials=chain_trials))
+    run_trials=chain_trials, after=(TUNING.id,)))

@@ -144,7 +144,10 @@ def output_perturbation_scale(config: QLearningConfig, eps: float, delta: float,
 
 def dp_sgd_updates(config: QLearningConfig, mdp: LineMDP = LineMDP()) -> int:
     """SGD steps of the authors' DQN, one per environment step once B transitions are
-    stored: ``T - B + 1``, each a Gaussian mechanism of DP-SGD (Abadi et al. 2016)."""
+    stored: ``T - B + 1``, each a Gaussian mechanism of DP-SGD (Abadi et al. 2016); with
+    ``schedule="iterations"`` (Wang & Hegde 2019, Alg. 1) one per B transitions, ``T // B``."""
+    if _config(config).schedule == "iterations":
+        return require_int("T // batch_size", n_rewards(config, mdp) // config.batch_size)
     updates = n_rewards(config, mdp) - config.batch_size + 1
     if updates < 1:
         raise ValueError(f"no SGD step: T = {n_rewards(config, mdp)} transitions < batch "

@@ -5,6 +5,8 @@ candidate/reference pair for :mod:`dprl.bench` and the query-scaling measurement
   its values at ``n`` sampled points, by nearest neighbours vs a dense Cholesky solve.
 - :func:`query_times`: total time for ``N`` random queries, batched or one at a time, whose
   log-log slope (:func:`loglog_slope`) is ~1 for an O(N log N) sampler and 2 for O(N^2).
+- :func:`query_operations`: the same workload measured in elementary operations
+  (:attr:`OUPath.operations`), a cost that does not depend on the machine or its load.
 """
 
 from __future__ import annotations
@@ -51,19 +53,31 @@ def dense_conditioning(n: int) -> np.ndarray:
                                     np.random.default_rng(1))
 
 
+def _answer_queries(n: int, batch_size: int, seed: int) -> tuple[OUPath, float]:
+    """A fresh path after answering n uniform random points of [0, 1] in batches of
+    ``batch_size`` (Prop. 9's workload), and the seconds it took."""
+    points = np.random.default_rng(seed).random(require_int("size", n))
+    path = OUPath(_SIGMA, _BETA, np.random.default_rng(seed + 1))
+    start = time.perf_counter()
+    for first in range(0, points.size, batch_size):
+        path(points[first:first + batch_size])
+    return path, time.perf_counter() - start
+
+
 def query_times(sizes: Sequence[int], batch_size: int, seed: int = 0) -> np.ndarray:
     """Seconds a fresh path takes to answer N uniform random points of [0, 1] in batches of
     ``batch_size`` (1: one point per call), for each N in ``sizes`` (Prop. 9's workload)."""
     batch_size = require_int("batch_size", batch_size)
-    times = []
-    for n in sizes:
-        points = np.random.default_rng(seed).random(require_int("size", n))
-        path = OUPath(_SIGMA, _BETA, np.random.default_rng(seed + 1))
-        start = time.perf_counter()
-        for first in range(0, points.size, batch_size):
-            path(points[first:first + batch_size])
-        times.append(time.perf_counter() - start)
-    return np.array(times)
+    return np.array([_answer_queries(n, batch_size, seed)[1] for n in sizes])
+
+
+def query_operations(sizes: Sequence[int], batch_size: int, seed: int = 0) -> np.ndarray:
+    """Elementary operations (:attr:`OUPath.operations`: comparisons, neighbour updates,
+    bridge draws, merge moves) a fresh path spends on the workload of :func:`query_times`,
+    for each N in ``sizes``: Prop. 9's cost (Wang & Hegde 2019), deterministic."""
+    batch_size = require_int("batch_size", batch_size)
+    return np.array([_answer_queries(n, batch_size, seed)[0].operations for n in sizes],
+                    dtype=float)
 
 
 def loglog_slope(sizes: Sequence[int], times: Sequence[float]) -> float:

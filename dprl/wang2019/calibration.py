@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 
 from dprl.accounting import advanced_composition
 from dprl.envs.line_mdp import LineMDP
-from dprl.mechanisms import gaussian_delta
+from dprl.mechanisms import analytic_gaussian_sigma, gaussian_delta
 from dprl.validation import (require_array, require_delta, require_epsilon, require_int,
                              require_positive, require_probability)
 from dprl.wang2019.baselines import dp_sgd_updates, n_rewards
@@ -45,6 +45,8 @@ SIGMA_VARIANTS = ("proof", "statement")
 TAIL_VARIANTS = ("statement", "borell-tis")
 #: How Theorem 5 is applied to Algorithm 1 inside the authors' DQN (:func:`dqn_calibration`).
 READINGS = ("updates", "iterations", "printed")
+#: How the T/B updates are composed: Theorem 5's bound, or exactly (:func:`exact_composition_sigma`).
+COMPOSITIONS = ("theorem5", "exact")
 
 
 def gp_mechanism_sigma(sensitivity: float, eps: float, delta: float, *,
@@ -161,18 +163,34 @@ def theorem5_composition_sigma(eps: float, delta: float, n_steps: float,
     return math.sqrt(2 * n_steps * math.log(math.e + eps / delta)) * sensitivity / eps
 
 
+def exact_composition_sigma(eps: float, delta: float, n_steps: float,
+                            sensitivity: float) -> float:
+    """The smallest sigma for which n adaptive Gaussian-process releases of RKHS sensitivity
+    Delta_H are (eps, delta)-DP: one Gaussian mechanism of sensitivity sqrt(n) Delta_H (Hall
+    et al. 2013; Dong, Roth & Su 2022), calibrated by the analytic Gaussian mechanism (Balle &
+    Wang 2018), the exact alternative to Theorem 5's composition (Wang & Hegde 2019)."""
+    n_steps = require_positive("n_steps", n_steps)
+    return analytic_gaussian_sigma(math.sqrt(n_steps) * require_positive(
+        "sensitivity", sensitivity), eps, delta)
+
+
 def theorem5_sigma(eps: float, delta: float, T: int, batch_size: int, alpha: float, k: float,
-                   lipschitz: float, *, variant: str = "proof") -> float:
+                   lipschitz: float, *, variant: str = "proof",
+                   composition: str = "theorem5") -> float:
     """Noise level of Algorithm 1 line 5 / Theorem 5 (Wang & Hegde 2019), T/B updates:
     ``"proof"`` sqrt(2 (T/B) C ln(e + eps/delta)) / eps (correct, see module docstring);
     ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, the C-outside reading of the
-    statement (the paper copy's root is not legible)."""
+    statement (the paper copy's root is not legible). ``composition="exact"`` composes the
+    updates of sensitivity sqrt(C) (or C) exactly instead (:func:`exact_composition_sigma`)."""
     if variant not in SIGMA_VARIANTS:
         raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {variant!r}")
+    if composition not in COMPOSITIONS:
+        raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
     constant = theorem5_constant(alpha, k, lipschitz, batch_size)
     n_steps = require_int("T", T) / batch_size
     sensitivity = math.sqrt(constant) if variant == "proof" else constant
-    return theorem5_composition_sigma(eps, delta, n_steps, sensitivity)
+    compose = theorem5_composition_sigma if composition == "theorem5" else exact_composition_sigma
+    return compose(eps, delta, n_steps, sensitivity)
 
 
 def lemma8_offset(sigma: float, beta: float) -> float:
@@ -243,12 +261,13 @@ class Theorem5Calibration:
 
 def calibrate_theorem5(eps: float, delta: float, T: int, batch_size: int, alpha: float,
                        lipschitz: float, resets: int, tail_delta: float, *,
-                       variant: str = "proof", tail: str = "statement") -> Theorem5Calibration:
+                       variant: str = "proof", tail: str = "statement",
+                       composition: str = "theorem5") -> Theorem5Calibration:
     """The smallest k (on a geometric grid, refined by bisection) whose Theorem 5 tail
     term J exp(...) is at most ``tail_delta``, with sigma and beta = B / (4 alpha (k+1)) from
     :func:`theorem5_sigma` at that k (Wang & Hegde 2019, Thm. 5 and Alg. 1 line 5): the
     algorithm is then (eps, delta + tail_delta)-DP. Sigma and beta both depend on k; J = ``resets``
-    fresh paths over the T/B updates."""
+    fresh paths over the T/B updates; ``composition`` as in :func:`theorem5_sigma`."""
     require_probability("tail_delta", tail_delta, open_low=True, open_high=True)
     if require_int("resets", resets) > require_int("T", T) / require_int("batch_size", batch_size):
         raise ValueError(f"resets (J) must be at most T/B = {T / batch_size}, got {resets}")
@@ -256,7 +275,8 @@ def calibrate_theorem5(eps: float, delta: float, T: int, batch_size: int, alpha:
     needed = math.sqrt(2 * math.log(copies * resets / tail_delta))
 
     def meets(k: float) -> bool:
-        sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant)
+        sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant,
+                               composition=composition)
         return _tail_margin(k, sigma, theorem5_beta(alpha, k, batch_size), tail) >= needed
 
     grid = np.geomspace(1e-6, 1e12, 361)
@@ -264,7 +284,8 @@ def calibrate_theorem5(eps: float, delta: float, T: int, batch_size: int, alpha:
     if first is None:
         raise ValueError("no path bound k in [1e-6, 1e12] meets the tail target")
     k = grid[0] if first == 0 else _bisect(meets, grid[first - 1], grid[first])[1]
-    sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant)
+    sigma = theorem5_sigma(eps, delta, T, batch_size, alpha, k, lipschitz, variant=variant,
+                           composition=composition)
     beta = theorem5_beta(alpha, k, batch_size)
     return Theorem5Calibration(k, beta, theorem5_constant(alpha, k, lipschitz, batch_size),
                                sigma, theorem5_delta(delta, k, sigma, beta, resets, tail=tail))
@@ -328,7 +349,8 @@ AUTHORS_SETTING = {"episodes": 100, "steps": 50, "batch_size": 128, "alpha": 0.0
 def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates",
                     mdp: LineMDP = LineMDP(), *,
                     delta_total: float = AUTHORS_SETTING["delta_total"],
-                    lipschitz: float = AUTHORS_SETTING["lipschitz"]) -> Theorem5Calibration:
+                    lipschitz: float = AUTHORS_SETTING["lipschitz"],
+                    composition: str = "theorem5") -> Theorem5Calibration:
     """Theorem 5 (Wang & Hegde 2019) for Algorithm 1 run inside the DQN ``config`` (Fig. 2):
     learning rate alpha = ``config.learning_rate``, batch B, Lipschitz constant ``lipschitz``,
     total delta split evenly between the mechanism and the tail term, tail as printed
@@ -342,7 +364,11 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
       updates, so it does not cover the run;
     - ``"printed"``: the statement read with C outside the root (a reading the paper copy
       cannot rule out; module docstring) with the ``"iterations"`` count: under-noised twice
-      over."""
+      over.
+
+    The updates are composed by Theorem 5's bound or exactly (``composition``, as in
+    :func:`theorem5_sigma`). With ``config.schedule="iterations"`` (Alg. 1 read literally)
+    the DQN's updates are Alg. 1's iterations, and ``"updates"`` counts those."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
     if not isinstance(config, QLearningConfig):
@@ -356,7 +382,7 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
     delta_total = require_delta(delta_total, "delta_total")
     return calibrate_theorem5(eps, delta_total / 2, n_updates * batch, batch,
                               config.learning_rate, lipschitz, resets, delta_total / 2,
-                              variant=variant)
+                              variant=variant, composition=composition)
 
 
 def authors_calibration(eps: float, n_updates: int, resets: int, *, variant: str = "proof",
@@ -370,3 +396,34 @@ def authors_calibration(eps: float, n_updates: int, resets: int, *, variant: str
     return calibrate_theorem5(eps, delta_total / 2, require_int("n_updates", n_updates) * batch,
                               batch, alpha, lipschitz, resets, delta_total / 2,
                               variant=variant, tail=tail)
+
+
+def theorem5_premises(config: QLearningConfig, calibration: Theorem5Calibration,
+                      lipschitz: float, mdp: LineMDP = LineMDP(), *,
+                      assumed_lipschitz: float = AUTHORS_SETTING["lipschitz"],
+                      tail_delta: float = AUTHORS_SETTING["delta_total"] / 2) -> dict[str, float]:
+    """What the proof of Theorem 5 (Wang & Hegde 2019) needs of a run, measured on
+    ``config`` and its ``calibration``: ``updates_per_path``, the SGD updates each noise path
+    serves (the proof adds a fresh Gaussian-process draw per update: needs <= 1);
+    ``plain_sgd_squared``, 1.0 when the update is line 22's plain SGD step on line 20's
+    squared loss without clamping (the proof's one-step bound ``||Q - Q_0||_inf <= v L``),
+    else 0.0; ``lipschitz_over_assumed``, a measured Lipschitz constant of the network over
+    the L the calibration assumed (needs <= 1; a measurement on one run is a lower bound on
+    the worst case the proof needs); ``tail_margin_in_sigma``, ``(k - 8.68 sqrt(beta)
+    sigma) / sigma``, against ``tail_margin_needed``, ``sqrt(2 ln(2 J / tail_delta))``, for
+    the Borell-TIS tail with Lemma 8's mean bound to stay within ``tail_delta``
+    (:func:`lemma8_tail_bound`)."""
+    if not isinstance(calibration, Theorem5Calibration):
+        raise ValueError(f"calibration must be a Theorem5Calibration, got "
+                         f"{type(calibration).__name__}")
+    updates = dp_sgd_updates(config, mdp)
+    paths = -(-n_rewards(config, mdp) // config.reset_period)
+    plain = (config.optimizer == "sgd" and config.loss == "squared" and config.grad_clip is None)
+    margin = (calibration.k - lemma8_offset(calibration.sigma, calibration.beta)) / calibration.sigma
+    return {"updates_per_path": updates / min(paths, updates),
+            "plain_sgd_squared": float(plain),
+            "lipschitz_over_assumed": require_positive("lipschitz", lipschitz)
+            / require_positive("assumed_lipschitz", assumed_lipschitz),
+            "tail_margin_in_sigma": margin,
+            "tail_margin_needed": math.sqrt(2 * math.log(2 * min(paths, updates) / require_probability(
+                "tail_delta", tail_delta, open_low=True, open_high=True)))}

@@ -17,9 +17,17 @@ O(log n) amortised, so ``N`` queries cost O(N log^2 N) in all, against O(N^2) fo
 one sorted array and O(n^3) for a dense Gaussian-process solve (:func:`dense_conditional_sample`).
 New points falling in one gap are drawn by bisection (median first), so a batch takes
 O(log k) vectorised rounds rather than k sequential bridge steps; the law is the same.
+
+``OUPath.operations`` counts the elementary operations of the data structure, a measure of
+cost independent of the machine (:mod:`dprl.wang2019.benchmarks`): comparisons of the binary
+searches (``ceil(log2(m + 1))`` per point searched in a run of m points) and of sorting a
+query (``k ceil(log2 k)``), one neighbour update per point and run searched, one bridge draw
+per new point and path, and one move per point written by a merge.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -80,6 +88,7 @@ class OUPath:
     scalar or one value per path (noise levels side by side: each path is sigma times a
     unit-variance path). Already-sampled points return their stored values; new points are
     drawn given their nearest sampled neighbours; duplicates within a query agree.
+    ``operations`` counts the elementary operations done so far (module docstring).
     """
 
     def __init__(self, sigma: float | ArrayLike, beta: float, rng: np.random.Generator,
@@ -90,6 +99,7 @@ class OUPath:
         self._scale = _path_scale(sigma, self._n_paths)
         self.beta = require_positive("beta", beta)
         self._rng = rng
+        self.operations = 0
         self.reset()
 
     def reset(self) -> None:
@@ -117,6 +127,7 @@ class OUPath:
         x = require_array("x", x)
         if x.size == 1:
             return self._output(self._query_point(float(x.flat[0])).reshape((-1,) + x.shape))
+        self.operations += x.size * math.ceil(math.log2(x.size))
         points, inverse = np.unique(x.ravel(), return_inverse=True)
         found, found_values, left, right = self._locate(points)
         values = np.empty((self._n_paths or 1, points.size))
@@ -133,6 +144,7 @@ class OUPath:
         left_x, right_x = -np.inf, np.inf
         left_v = right_v = np.zeros(self._n_paths or 1)
         for xs, vs in (run for run in self._runs if run[0].size):
+            self.operations += _search_cost(1, xs.size)
             i = int(xs.searchsorted(point))
             if i < xs.size and xs[i] == point:
                 return vs[:, i]
@@ -143,6 +155,7 @@ class OUPath:
         mean, var = _moments(self.beta * (point - left_x), self.beta * (right_x - point),
                              left_v, right_v)
         values = mean + np.sqrt(var) * self._rng.standard_normal((mean.size, 1))[:, 0]
+        self.operations += mean.size
         self._insert(np.array([point]), values[:, None])
         return values
 
@@ -160,6 +173,7 @@ class OUPath:
         left_x, right_x = np.full(k, -np.inf), np.full(k, np.inf)
         left_v, right_v = np.zeros((n_paths, k)), np.zeros((n_paths, k))
         for xs, vs in (run for run in self._runs if run[0].size):
+            self.operations += _search_cost(k, xs.size)
             idx = np.searchsorted(xs, points)
             at = np.minimum(idx, xs.size - 1)
             hit = xs[at] == points
@@ -182,6 +196,7 @@ class OUPath:
         gap, lo = np.cumsum(is_start), np.flatnonzero(is_start)
         hi = np.append(lo[1:], points.size)
         values = np.zeros((self._n_paths or 1, points.size))
+        self.operations += values.size
         while lo.size:
             mid = (lo + hi) // 2
             a, u = _nearest_drawn(np.maximum(lo - 1, 0), lo > 0, mid, gap, points, values, left)
@@ -203,11 +218,18 @@ class OUPath:
             if level == len(self._runs):
                 self._runs.append(empty)
             carry = _merge(self._runs[level], carry)
+            self.operations += carry[0].size
             if carry[0].size <= _BASE * _GROWTH ** level:
                 self._runs[level] = carry
                 return
             self._runs[level] = empty
             level += 1
+
+
+def _search_cost(k: int, m: int) -> int:
+    """Comparisons of ``k`` binary searches in a sorted run of ``m`` points, plus one
+    neighbour update each (the cost model of :attr:`OUPath.operations`)."""
+    return k * (math.ceil(math.log2(m + 1)) + 1)
 
 
 def _path_scale(sigma: float | ArrayLike, n_paths: int | None) -> np.ndarray:
@@ -250,15 +272,29 @@ def _merge(run: tuple[np.ndarray, np.ndarray],
     return merged_x, merged_v
 
 
+def _distinct_observations(x_obs: np.ndarray, g_obs: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The observations with repeated points merged: conditioning on g(x) = v twice is
+    conditioning on it once (the kernel matrix of repeated points is singular); a point
+    observed with two different values is impossible for a function, so it is refused."""
+    points, first, inverse = np.unique(x_obs, return_index=True, return_inverse=True)
+    if np.any(g_obs != g_obs[first][inverse]):
+        clash = x_obs[g_obs != g_obs[first][inverse]][0]
+        raise ValueError(f"x_obs repeats the point {clash} with different g_obs values")
+    return points, g_obs[first]
+
+
 def dense_conditional_moments(x_obs: ArrayLike, g_obs: ArrayLike, x_new: ArrayLike,
                               sigma: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance of g(x_new) given g(x_obs) = g_obs for g ~ GP(0, sigma^2
     exp(-beta |x - y|)) by a dense Cholesky solve on all observations, O(n^3): the generic
     Gaussian-process conditioning (Rasmussen & Williams 2006, Eq. 2.19) that Wang & Hegde
-    (2019, Prop. 9) avoid. Empty ``x_obs`` gives the prior."""
+    (2019, Prop. 9) avoid. Empty ``x_obs`` gives the prior; a point observed more than once
+    counts once (with different values it is refused)."""
     x_obs = require_array("x_obs", x_obs, ndim=1, nonempty=False)
     g_obs = require_array("g_obs", g_obs, shape=x_obs.shape, nonempty=False)
     x_new = require_array("x_new", x_new, ndim=1)
+    x_obs, g_obs = _distinct_observations(x_obs, g_obs)
     prior = ou_kernel(x_new, x_new, sigma, beta)
     if x_obs.size == 0:
         return np.zeros(x_new.size), prior

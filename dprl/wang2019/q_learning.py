@@ -18,9 +18,10 @@ uses Q:
 
 Ambiguities and choices (the learner follows the authors' public DQN code, the noise Alg. 1):
 
-- Alg. 1 updates once per B steps on the last B transitions; the authors' DQN updates after
-  every step on a replay sample of B (once B transitions are stored), uniform without
-  replacement from the last ``replay_capacity`` transitions. We use the DQN. A replayed
+- Alg. 1 updates once per B steps on the last B transitions (``schedule="iterations"``);
+  the authors' DQN updates after every step on a replay sample of B (once B transitions are
+  stored), uniform without replacement from the last ``replay_capacity`` transitions
+  (``schedule="replay"``, the default). :data:`ALGORITHM1` is Alg. 1 read literally. A replayed
   transition is scored with the *current* paths at its states, as in the authors' code (and
   in Alg. 1, whose batch lies within one path's lifetime). At a reset the fresh paths are
   drawn at once at every state the buffer can still return; drawing a Gaussian process at
@@ -65,6 +66,7 @@ from dprl.wang2019.run_paths import RunPaths
 Params = tuple[np.ndarray, ...]
 LOSSES, OPTIMIZERS, TARGET_NOISE = ("huber", "squared"), ("rmsprop", "sgd"), ("shared",
                                                                               "separate")
+SCHEDULES = ("replay", "iterations")
 _STREAMS = ("init", "env", "explore", "replay", "noise", "target_noise")
 
 
@@ -183,7 +185,8 @@ class QLearningConfig:
     10, 20, ... (``None``: no target network, Alg. 1), RMSprop (PyTorch defaults lr 0.01,
     alpha 0.99, eps 1e-8), Huber loss, gradients clamped to [-1, 1] (``None``: no clamp),
     OU kernel beta = 1, fresh noise paths every 50 steps (each episode), no bootstrap at
-    truncation. See the module docstring for ``target_noise`` and ``loss``."""
+    truncation, updates on replay samples. See the module docstring for ``target_noise``,
+    ``loss`` and ``schedule``."""
 
     n_episodes: int = 100
     batch_size: int = 128
@@ -203,6 +206,7 @@ class QLearningConfig:
     reset_period: int = 50
     target_noise: str = "shared"
     bootstrap_truncation: bool = False
+    schedule: str = "replay"
 
     def __post_init__(self) -> None:
         for name in ("n_episodes", "batch_size", "replay_capacity", "reset_period"):
@@ -221,6 +225,7 @@ class QLearningConfig:
         _require_choice("optimizer", self.optimizer, OPTIMIZERS)
         _require_choice("loss", self.loss, LOSSES)
         _require_choice("target_noise", self.target_noise, TARGET_NOISE)
+        _require_choice("schedule", self.schedule, SCHEDULES)
         if not isinstance(self.bootstrap_truncation, bool):
             raise ValueError(f"bootstrap_truncation must be a bool, got "
                              f"{self.bootstrap_truncation!r}")
@@ -234,6 +239,14 @@ class QLearningConfig:
 
 #: The authors' DQN setting (Wang & Hegde 2019, Sec. 4; public code).
 AUTHORS_DQN = QLearningConfig()
+#: Algorithm 1 of Wang & Hegde (2019) read literally, the configuration Theorem 5's proof
+#: covers: greedy actions on Q + g (line 12, no epsilon-greedy), one plain SGD step (line 22,
+#: learning rate alpha) per B = 128 transitions on those B transitions, squared loss (line
+#: 20), no target network and no gradient clamp, targets bootstrapped at every step (no
+#: episodes in Alg. 1), a fresh path per iteration (J = T/B: reset every B steps).
+ALGORITHM1 = QLearningConfig(epsilon_start=0.0, epsilon_end=0.0, target_update_episodes=None,
+                             optimizer="sgd", loss="squared", grad_clip=None, reset_period=128,
+                             bootstrap_truncation=True, schedule="iterations")
 
 
 class _Noise:
@@ -380,14 +393,17 @@ def _sigmas(sigmas: ArrayLike, rngs: Sequence[np.random.Generator]) -> np.ndarra
 
 def train(learner: Learner, config: QLearningConfig, sigmas: ArrayLike,
           rngs: Sequence[np.random.Generator], mdp: LineMDP = LineMDP(),
-          grid: ArrayLike | None = None) -> TrainResult:
+          grid: ArrayLike | None = None,
+          on_episode: Callable[[int, Params], None] | None = None) -> TrainResult:
     """Algorithm 1 of Wang & Hegde (2019), Q-learning with functional noise, for R runs in
     one batch: run i has noise level ``sigmas[i]`` (0: plain DQN) and generator ``rngs[i]``
     (split as in the module docstring). Per environment step: fresh paths if
     ``step % reset_period == 0`` (lines 7-8), act on ``Q_theta + g`` (line 12), extend the
     paths to the next state (lines 14-18), and once B transitions are stored one SGD step on
     a replay batch with targets and residuals from ``Q + g`` (lines 19-22). ``grid``
-    (default 101 points) is where the released Q is tabulated."""
+    (default 101 points) is where the released Q is tabulated; ``on_episode(e, params)``, if
+    given, sees the parameters (R runs) before training (e = -1) and at the end of every
+    episode e (checkpoints)."""
     if not isinstance(learner, (MLPQ, LinearQ)):
         raise ValueError(f"learner must be an MLPQ or LinearQ, got {type(learner).__name__}")
     if not isinstance(config, QLearningConfig):
@@ -402,7 +418,7 @@ def train(learner: Learner, config: QLearningConfig, sigmas: ArrayLike,
         sigmas, config.beta, [s["target_noise"] for s in streams], learner.n_actions)
     state = _State(params, params, tuple(np.zeros_like(p) for p in params), noise,
                    target_noise)
-    log = _run_episodes(learner, config, mdp, state, streams)
+    log = _run_episodes(learner, config, mdp, state, streams, on_episode)
     released = NoisyQ(learner, state.params, noise)
     grid_states = np.broadcast_to(grid, (sigmas.size, grid.size))
     shape = (sigmas.size, config.n_episodes, mdp.horizon)
@@ -419,10 +435,13 @@ def _stack(per_run: Sequence[Params]) -> Params:
 
 
 def _run_episodes(learner: Learner, config: QLearningConfig, mdp: LineMDP, state: _State,
-                  streams: list[dict]) -> _Log:
+                  streams: list[dict],
+                  on_episode: Callable[[int, Params], None] | None = None) -> _Log:
     """The environment loop of every run in lockstep; returns the transition log."""
     n_runs, horizon = len(streams), mdp.horizon
     log = _Log(n_runs, config.n_episodes * horizon, learner.n_actions)
+    if on_episode is not None:
+        on_episode(-1, state.params)
     for episode in range(config.n_episodes):
         uniforms = np.stack([s["env"].random(horizon + 1) for s in streams])
         explore_u = np.stack([s["explore"].random(horizon) for s in streams])
@@ -441,17 +460,32 @@ def _run_episodes(learner: Learner, config: QLearningConfig, mdp: LineMDP, state
             done = t == horizon - 1 and not config.bootstrap_truncation
             log.record(step, s, a, r, s_next, done, g, state.target_noise.extend(s_next))
             log.noise_points[:, step] = state.noise.n_points
-            if step + 1 >= config.batch_size:
-                _update(learner, config, state, log.batch(_replay_rows(config, step, streams)))
+            rows = _batch_rows(config, step, streams)
+            if rows is not None:
+                _update(learner, config, state, log.batch(rows))
             s = s_next
         if config.target_update_episodes and episode % config.target_update_episodes == 0:
             state.target = state.params
+        if on_episode is not None:
+            on_episode(episode, state.params)
     return log
 
 
 def _window_start(config: QLearningConfig, step: int) -> int:
     """First transition still in the replay buffer once transition ``step`` is stored."""
     return max(0, step + 1 - config.replay_capacity)
+
+
+def _batch_rows(config: QLearningConfig, step: int, streams: list[dict]) -> np.ndarray | None:
+    """The rows (R, B) of the update after transition ``step``, or None when there is none:
+    a replay sample once B transitions are stored (the DQN), or the B transitions of the
+    iteration that ``step`` completes (Alg. 1 lines 10-22)."""
+    batch = config.batch_size
+    if config.schedule == "iterations":
+        if (step + 1) % batch:
+            return None
+        return np.broadcast_to(np.arange(step + 1 - batch, step + 1), (len(streams), batch))
+    return _replay_rows(config, step, streams) if step + 1 >= batch else None
 
 
 def _replay_rows(config: QLearningConfig, step: int, streams: list[dict]) -> np.ndarray:

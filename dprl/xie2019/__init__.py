@@ -14,14 +14,17 @@
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
                                 primal_dual_descent)
-from dprl.xie2019.privacy import (RELATION_PARAMETERS, exact_log_moment, gpope_delta,
+from dprl.xie2019.privacy import (RELATION_PARAMETERS, dp_accounting_epsilon,
+                                  dp_accounting_sigma, exact_log_moment, gpope_delta,
                                   gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
                                   lemma1_sigma, paper_pair_epsilon, relation_signs,
-                                  theorem1_constant)
+                                  theorem1_constant, theorem1_premise)
 
 __all__ = [
     "Prepared",
     "RELATION_PARAMETERS",
+    "dp_accounting_epsilon",
+    "dp_accounting_sigma",
     "episode_statistics",
     "exact_log_moment",
     "gpope",
@@ -39,5 +42,6 @@ __all__ = [
     "primal_dual_descent",
     "relation_signs",
     "theorem1_constant",
+    "theorem1_premise",
     "wis_lstd",
 ]

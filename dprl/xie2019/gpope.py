@@ -26,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from dprl.envs import Trajectories
-from dprl.validation import require_array, require_int, require_nonnegative, require_positive
+from dprl.validation import (initial_vectors, require_array, require_int,
+                             require_nonnegative, require_positive, require_probability)
 from dprl.xie2019.privacy import gpope_sigma
 
 _CHUNK = 512  # iterations whose random draws are made at once, per data set
@@ -139,7 +140,7 @@ class Prepared:
     the same data do not redo it: pass it as ``prepared=``. Made by :func:`prepare`."""
 
     def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
-        self.gamma = require_nonnegative("gamma", gamma)
+        self.gamma = require_probability("gamma", gamma)
         episodes = _Episodes(trajectories, features, ratios)
         self.matrices = _trajectory_matrices(episodes, self.gamma)
         self.episodes = episodes if self.matrices is None else None
@@ -187,12 +188,6 @@ def _steps(step_size, n_iterations: int) -> np.ndarray:
     return steps
 
 
-def _initial(name: str, value, datasets: int, n: int) -> np.ndarray:
-    if value is None:
-        return np.zeros((datasets, n))
-    return np.broadcast_to(require_array(name, value), (datasets, n)).copy()
-
-
 def _generators(rngs, count: int, per: str = "data set") -> list[np.random.Generator]:
     rngs = list(rngs) if isinstance(rngs, Sequence) else []
     if len(rngs) != count or not all(isinstance(g, np.random.Generator) for g in rngs):
@@ -238,7 +233,7 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     ``noise_scale=0``) or GPOPE's loop (Algorithm 1, lines 2-7; ``zeta ~ N(0, sigma^2 I)``,
     ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``. ``prepared``:
     :func:`prepare` of the same data (checked against ``gamma``, ``m`` and ``ratios``)."""
-    gamma = require_nonnegative("gamma", gamma)
+    gamma = require_probability("gamma", gamma)
     data = _prepared(trajectories, features, gamma, ratios, prepared)
     n_iterations = require_int("n_iterations", n_iterations)
     schedule = _steps(step_size, n_iterations)
@@ -248,8 +243,8 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
         raise ValueError("noise needs a clipping bound h (the noise is h N(0, sigma^2 I))")
     n, datasets = data.n_features, data.n_datasets
     rngs = _generators(rngs, datasets)
-    xi = np.concatenate([_initial("theta0", theta0, datasets, n),
-                         _initial("w0", w0, datasets, n)], axis=1)
+    xi = np.concatenate([initial_vectors("theta0", theta0, data.datasets, n),
+                         initial_vectors("w0", w0, data.datasets, n)], axis=1)
     xi = _descend(data, np.arange(datasets), schedule, np.ones(datasets),
                   None if h is None else np.full(datasets, h), np.full(datasets, sigma),
                   rngs, xi)
@@ -263,10 +258,11 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
     point ``(theta, w)`` (``(*datasets, n)`` each, or ``(n,)`` for all), ``(*datasets, m)``:
     the fraction above ``h`` is the fraction of GPOPE's updates there that clipping changes
     (Algorithm 1, line 5)."""
-    gamma = require_nonnegative("gamma", gamma)
+    gamma = require_probability("gamma", gamma)
     data = _prepared(trajectories, features, gamma, ratios, None)
     datasets, n = data.n_datasets, data.n_features
-    theta, w = _initial("theta", theta, datasets, n), _initial("w", w, datasets, n)
+    theta = initial_vectors("theta", theta, data.datasets, n)
+    w = initial_vectors("w", w, data.datasets, n)
     every = np.arange(datasets)
     norms = np.stack([np.sqrt((data.gradient(every, np.full(datasets, i), theta, w) ** 2)
                               .sum(axis=-1)) for i in range(data.m)], axis=-1)

@@ -22,7 +22,9 @@ from __future__ import annotations
 import functools
 import math
 
+import dp_accounting as dpa
 import numpy as np
+from dp_accounting import rdp as dpa_rdp
 
 from dprl.accounting import (poisson_subsampled_gaussian_rdp, rdp_to_delta, rdp_to_dp,
                              sampled_without_replacement_gaussian_rdp,
@@ -147,6 +149,48 @@ def gpope_sigma(eps: float, delta: float, n_iterations: int, m: int,
     return smallest_sufficient_scale(
         lambda s: gpope_epsilon(s, delta, n_iterations, m, sensitivity, method), eps,
         rtol=rtol)
+
+
+#: dp-accounting's RDP orders for GPOPE's sampled-without-replacement Gaussian.
+DP_ACCOUNTING_ORDERS = tuple(float(k) for k in range(2, 129))
+
+
+def dp_accounting_epsilon(sigma: float, delta: float, n_iterations: int, m: int,
+                          sensitivity: float = 2.0,
+                          orders: tuple[float, ...] = DP_ACCOUNTING_ORDERS) -> float:
+    """eps at ``delta`` of GPOPE's ``N`` iterations by dp-accounting's RDP accountant
+    (replace-one, one record sampled without replacement from ``m``; its Gaussian-specific
+    bound of Wang, Balle & Kasiviswanathan 2019, orders 2..128), noise multiplier
+    ``sigma / sensitivity``: an upper bound on the true eps, tighter than the general WBK
+    bound of :func:`gpope_epsilon` (dp-accounting has no PLD for this sampling). Its cost
+    grows like the cube of the largest order; fewer ``orders`` give a valid, looser bound."""
+    multiplier = require_positive("sigma", sigma) / require_positive("sensitivity", sensitivity)
+    accountant = dpa_rdp.RdpAccountant([float(a) for a in orders],
+                                       dpa.NeighboringRelation.REPLACE_ONE)
+    event = dpa.SampledWithoutReplacementDpEvent(require_int("m", m, minimum=2), 1,
+                                                 dpa.GaussianDpEvent(multiplier))
+    accountant.compose(event, require_int("n_iterations", n_iterations))
+    return float(accountant.get_epsilon(require_delta(delta)))
+
+
+def dp_accounting_sigma(eps: float, delta: float, n_iterations: int, m: int,
+                        sensitivity: float = 2.0,
+                        orders: tuple[float, ...] = DP_ACCOUNTING_ORDERS,
+                        initial: float = 1.0, rtol: float = 1e-6) -> float:
+    """The smallest ``sigma`` with :func:`dp_accounting_epsilon` ``<= eps`` (to ``rtol``;
+    ``initial``: a first guess, which saves evaluations)."""
+    eps = require_epsilon(eps)
+    return smallest_sufficient_scale(
+        lambda s: dp_accounting_epsilon(s, delta, n_iterations, m, sensitivity, orders), eps,
+        initial=initial, rtol=rtol)
+
+
+def theorem1_premise(eps: float, n_iterations: int, m: int, c1: float) -> bool:
+    """Theorem 1's premise ``eps < c1 N / m^2`` (Xie et al. 2019; Abadi et al. 2016, Thm. 1,
+    with sampling rate ``1/m`` and ``N`` steps); the paper leaves ``c1`` unspecified."""
+    eps, c1 = require_epsilon(eps), require_positive("c1", c1)
+    n, m = require_int("n_iterations", n_iterations), require_int("m", m)
+    return bool(eps < c1 * n / m**2)
 
 
 def _log_delta(point: dict[str, float], sensitivity: float) -> float:

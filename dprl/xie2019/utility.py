@@ -223,3 +223,72 @@ def expected_squared_errors(trajectories: Trajectories, features, gamma: float, 
              + beta**2 * (K_second @ S.ravel()).reshape(D, D))
         S[np.arange(n2), np.arange(n2)] += beta**2 * noise
     return {"error": np.array(errors), "sampling_variance": np.array(variances[:-1])}
+
+
+class MomentRecursion:
+    """The second-moment recursion of :func:`expected_squared_errors` on ``vec(S)``
+    (row-major), built once per data set, for long runs and many step sizes:
+    ``vec(S) <- (I - beta L + beta^2 E[K (x) K]) vec(S) + beta^2 noise_std^2 vec(I_2n)``
+    with ``L = K_mean (x) I + I (x) K_mean``; ``E||xi||^2`` is linear in ``vec(S)``."""
+
+    def __init__(self, trajectories: Trajectories, features, gamma: float) -> None:
+        if not isinstance(trajectories, Trajectories) or len(trajectories.batch_shape) != 1:
+            raise ValueError("trajectories must be one data set (Trajectories of batch shape "
+                             "(m,))")
+        gamma = require_probability("gamma", gamma, open_high=True)
+        K_mean, self._second, _ = _augmented_operators(trajectories, features, gamma, None)
+        D = K_mean.shape[0]
+        n2, n = D - 1, (D - 1) // 2
+        eye = np.eye(D)
+        self._first = np.kron(K_mean, eye) + np.kron(eye, K_mean)
+        optimum = np.concatenate(saddle_point(K_mean[n:n2, :n], -K_mean[n:n2, -1],
+                                              K_mean[n:n2, n:n2]))
+        noise, readout = np.zeros((D, D)), np.zeros((D, D))
+        noise[np.arange(n2), np.arange(n2)] = 1.0
+        readout[:n2, :n2], readout[:n2, -1] = np.eye(n2), -2 * optimum
+        self._noise, self._readout = noise.ravel(), readout.ravel()
+        self._offset = float(optimum @ optimum)
+        self._start = np.zeros((D, D))
+        self._start[-1, -1] = 1.0  # x = [theta; w; 1] starts at [0; 0; 1]
+        self._start = self._start.ravel()
+        self.start_error = self._offset  # E||xi_1||^2 = ||(theta*, w*)||^2
+
+    def _operator(self, beta: float) -> np.ndarray:
+        return np.eye(self._first.shape[0]) - beta * self._first + beta**2 * self._second
+
+    def error_after(self, step_size, noise_std: float) -> float:
+        """``E||xi_{N+1}||^2`` after the steps ``beta_1 .. beta_N`` from ``(theta, w) = 0``."""
+        steps = require_array("step_size", step_size, ndim=1)
+        if steps.min() <= 0:
+            raise ValueError("step sizes must be > 0")
+        noise = require_nonnegative("noise_std", noise_std) ** 2 * self._noise
+        v = self._start
+        for beta in steps:
+            v = v - beta * (self._first @ v) + beta**2 * (self._second @ v + noise)
+        return float(self._readout @ v + self._offset)
+
+    def constant_step_error(self, step: float, n_iterations: int, noise_std: float) -> float:
+        """``E||xi_{N+1}||^2`` after ``N`` constant steps ``beta``, in closed form (the
+        affine map to the power ``N``)."""
+        beta, n = require_positive("step", step), require_int("n_iterations", n_iterations)
+        size = self._first.shape[0]
+        affine = np.eye(size + 1)
+        affine[:size, :size] = self._operator(beta)
+        affine[:size, -1] = beta**2 * require_nonnegative("noise_std", noise_std) ** 2 \
+            * self._noise
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = np.linalg.matrix_power(affine, n) @ np.append(self._start, 1.0)
+            error = float(self._readout @ v[:size] + self._offset)
+        return error if np.isfinite(error) else np.inf  # a step that explodes
+
+
+def shifted_theorem3_steps(step0: float, n_iterations: int, lam: float,
+                           eta: float = 2.0) -> np.ndarray:
+    """``beta_i = eta / (lambda_min (i + i_0))``, ``i = 0 .. N-1``, with ``i_0 = eta /
+    (lambda_min beta_0)``: Theorem 3's schedule (Xie et al. 2019) shifted to start at
+    ``beta_0`` (so Lemma 2's ``beta_i <= 1/lambda_max(Q)`` holds when ``beta_0`` meets it);
+    equivalently ``beta_0 / (1 + i / i_0)``."""
+    step0, lam = require_positive("step0", step0), require_positive("lam", lam)
+    eta = require_positive("eta", eta)
+    i = np.arange(require_int("n_iterations", n_iterations), dtype=float)
+    return step0 / (1 + i * step0 * lam / eta)

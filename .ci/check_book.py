@@ -1,0 +1,255 @@
+"""The built book as a reader's browser shows it: `make check-book` (after `make book`).
+
+Serves the HTML build from 127.0.0.1, loads every page in headless Chromium (installed from
+Debian's packages when missing) with every other host unreachable, and fails on a page where
+math did not typeset (raw ``\\(``, ``\\[``, ``$$`` or ``$..\\cmd..$`` left in its text, a MathJax
+error, or math in the page and no ``mjx-container``), on a scorecard page with no table, on
+an internal link, image, script or stylesheet that points at no file (or a link at no anchor),
+and on a script, stylesheet or image loaded from another host. Saves a screenshot of each page
+under the screenshots folder for a human look.
+
+usage: python .ci/check_book.py [HTML_DIR] [--screens DIR] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+TABLE_PAGES = ("book/appendix/claims.html",)  # pages whose content is a table
+SKIPPED_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static"}
+# text a reader does not see typeset: code, the tab title (MathJax never typesets <title>)
+TEXT_SKIPPED = {"script", "style", "pre", "code", "textarea", "noscript", "title",
+                "mjx-assistive-mml"}
+RAW_MATH = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,200}?\\[A-Za-z]+[^$\n]{0,200}?\$")
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+NOT_FILES = re.compile(r"^(?:mailto|data|javascript|tel):", re.IGNORECASE)
+PAGE_TIMEOUT_S = 180  # seconds for one page (a few on an idle 2-core machine)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 "--window-size=1280,2400", "--virtual-time-budget=20000")
+
+
+class PageParts(HTMLParser):
+    """What the checks read from one page: visible text, ids, references and tag counts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.ids: set[str] = set()
+        self.links: list[str] = []  # <a href>: files and anchors
+        self.assets: list[str] = []  # src and stylesheet href: what the page loads
+        self.tags: dict[str, int] = {}
+        self._skipping: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if "math" in values.get("class", "").split():
+            self.tags["class=math"] = self.tags.get("class=math", 0) + 1
+        for name in ("id", "name") if tag == "a" else ("id",):
+            if values.get(name):
+                self.ids.add(values[name])
+        if tag == "a" and "href" in values:
+            self.links.append(values["href"])
+        elif "src" in values and tag in {"img", "script", "iframe", "source", "video"}:
+            self.assets.append(values["src"])
+        elif tag == "link" and "stylesheet" in values.get("rel", "") and "href" in values:
+            self.assets.append(values["href"])
+        if tag in TEXT_SKIPPED:
+            self._skipping.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._skipping:
+            del self._skipping[self._skipping.index(tag):]
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.text.append(data)
+
+
+def parse(html: str) -> PageParts:
+    parts = PageParts()
+    parts.feed(html)
+    parts.close()
+    return parts
+
+
+def math_problems(static: PageParts, rendered: PageParts, page: str) -> list[str]:
+    """Raw TeX left in the rendered text, MathJax errors, or math never typeset."""
+    problems = []
+    text = " ".join(" ".join(rendered.text).split())
+    for match in list(RAW_MATH.finditer(text))[:3]:
+        context = text[max(0, match.start() - 40):match.end() + 40]
+        problems.append(f"{page}: raw math left in the text: ...{context}...")
+    errors = rendered.tags.get("mjx-merror", 0)
+    if errors:
+        problems.append(f"{page}: MathJax could not typeset {errors} formula(s)")
+    if static.tags.get("class=math") and not rendered.tags.get("mjx-container"):
+        problems.append(f"{page}: {static.tags['class=math']} formula(s) and no mjx-container "
+                        f"(MathJax did not run)")
+    return problems
+
+
+def reference_problems(static: PageParts, page: str, root: Path,
+                       ids_of: Callable[[Path], frozenset[str]]) -> list[str]:
+    """Internal links, images, scripts and stylesheets that point at no file or anchor, and
+    assets loaded from another host."""
+    problems = []
+    for ref in static.assets:
+        if REMOTE.match(ref):
+            problems.append(f"{page}: loads {ref} from another host (not self-contained)")
+    for ref in static.links + static.assets:
+        if REMOTE.match(ref) or NOT_FILES.match(ref):
+            continue
+        url = urlsplit(urljoin(f"/{page}", ref))
+        target = root / unquote(url.path).lstrip("/")
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            problems.append(f"{page}: {ref} points at no file ({target.relative_to(root)})")
+        elif url.fragment and ref in static.links and target.suffix == ".html" and \
+                unquote(url.fragment) not in ids_of(target):
+            problems.append(f"{page}: {ref} points at no anchor #{url.fragment}")
+    return problems
+
+
+@functools.lru_cache(maxsize=None)
+def page_ids(path: Path) -> frozenset[str]:
+    return frozenset(parse(path.read_text(encoding="utf-8")).ids)
+
+
+def find_browser() -> str:
+    """The Chromium binary; installed from Debian's packages (as root) when missing."""
+    for name in BROWSERS:
+        if shutil.which(name):
+            return shutil.which(name)
+    if os.geteuid() != 0:
+        sys.exit("check-book: no Chromium found; install Debian's package: "
+                 "sudo apt-get install chromium")
+    print("check-book: installing Chromium from Debian's packages", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    if not shutil.which("chromium"):
+        sys.exit("check-book: apt-get install chromium left no chromium on the PATH")
+    return shutil.which("chromium")
+
+
+def render(browser: str, url: str, screenshot: Path) -> str:
+    """The DOM of ``url`` after its scripts ran; saves its screenshot on the way. The browser
+    runs in its own session, so that a timeout ends all its processes."""
+    with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
+        command = [browser, *BROWSER_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                   f"--screenshot={screenshot}", url]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, start_new_session=True)
+        try:
+            dom, _ = process.communicate(timeout=PAGE_TIMEOUT_S)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command)
+    return dom
+
+
+def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path) -> list[str]:
+    """Every problem of one page (an empty list when it renders as it should)."""
+    static = parse((root / page).read_text(encoding="utf-8"))
+    screenshot = screens / (page.removesuffix(".html").replace("/", "__") + ".png")
+    try:
+        rendered = parse(render(browser, base_url + page, screenshot))
+    except subprocess.TimeoutExpired:
+        return [f"{page}: the browser did not finish loading it in {PAGE_TIMEOUT_S} s"]
+    except subprocess.CalledProcessError as failed:
+        return [f"{page}: the browser exited with status {failed.returncode}"]
+    problems = math_problems(static, rendered, page)
+    if page in TABLE_PAGES and not rendered.tags.get("table"):
+        problems.append(f"{page}: no <table> (the scorecard rendered as text)")
+    if not rendered.text or not screenshot.is_file():
+        problems.append(f"{page}: the browser returned no page or no screenshot")
+    return problems + reference_problems(static, page, root, page_ids)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        """No access log."""
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """No traceback when the browser drops a connection (a page that timed out)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def serve(root: Path) -> ThreadingHTTPServer:
+    """An HTTP server of ``root`` on 127.0.0.1 (a free port), running in a thread."""
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def pages_of(root: Path) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*.html")
+                  if not SKIPPED_DIRS & set(path.relative_to(root).parts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("html", nargs="?", default="_build/html", type=Path,
+                        help="the HTML build (default: _build/html)")
+    parser.add_argument("--screens", default="_build/screens", type=Path,
+                        help="where the screenshots go (default: _build/screens)")
+    parser.add_argument("--jobs", default=2, type=int, help="pages loaded at once (default: 2)")
+    args = parser.parse_args(argv)
+    root = args.html.resolve()
+    pages = pages_of(root) if root.is_dir() else []
+    if not pages:
+        sys.exit(f"check-book: no HTML pages in {args.html}; build the book first: make book")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    browser = find_browser()
+    shutil.rmtree(args.screens, ignore_errors=True)
+    args.screens.mkdir(parents=True)
+    started, server = time.perf_counter(), serve(root)
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/"
+    check = functools.partial(check_page, root=root, base_url=base_url, browser=browser,
+                              screens=args.screens.resolve())
+    try:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            problems = [line for found in pool.map(check, pages) for line in found]
+    finally:
+        server.shutdown()
+    print("\n".join(problems))
+    print(f"check-book: {len(pages)} pages loaded in Chromium in "
+          f"{time.perf_counter() - started:.0f} s, {len(problems)} problem(s); "
+          f"screenshots in {args.screens}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
