@@ -86,9 +86,13 @@ def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float,
     tol = require_positive("tol", tol)
     arguments = dict(sensitivity=sensitivity, eps=eps, delta=delta)
     initial = _representable_scale(_classic_sigma(sensitivity, eps, delta), **arguments)
-    return _representable_scale(smallest_sufficient_scale(
-        lambda sigma: gaussian_delta(eps, sensitivity, sigma), delta, initial=initial,
-        rtol=tol), **arguments)
+    try:
+        sigma = smallest_sufficient_scale(lambda sigma: gaussian_delta(eps, sensitivity, sigma),
+                                          delta, initial=initial, rtol=tol)
+    except ValueError as error:
+        raise ValueError(f"no noise scale calibrates sensitivity={sensitivity}, eps={eps}, "
+                         f"delta={delta}: {error}") from error
+    return _representable_scale(sigma, **arguments)
 
 
 def laplace_scale(sensitivity: float, eps: float) -> float:

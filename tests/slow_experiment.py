@@ -2,6 +2,7 @@
 subprocess that tests/test_cli.py interrupts with Ctrl-C. Registered at import, so that the
 spawned workers (which import this script as their main module) know it too."""
 
+import signal
 import sys
 import time
 
@@ -23,4 +24,7 @@ register(Experiment(id="test-slow", title="a slow test experiment", chapter="non
                     configs={"smoke": CONFIG, "paper": CONFIG}, run_trials=slow_trials))
 
 if __name__ == "__main__":
+    # Python leaves SIGINT ignored when its parent ignored it (a test run started in the
+    # background): restore Ctrl-C's KeyboardInterrupt, which the test sends.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main(sys.argv[1:]))

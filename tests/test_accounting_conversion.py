@@ -128,7 +128,7 @@ def test_advanced_composition_formula():
     (lambda: A.rdp_to_dp([2.0], [-0.1], 1e-5), "rdp must be >= 0"),
     (lambda: A.rdp_to_dp([2.0], [0.1], 0.0), r"delta must lie in \(0, 1\)"),
     (lambda: A.rdp_to_dp([2.0], [0.1], 1e-5, method="optimal"), "method must be one of"),
-    (lambda: A.rdp_to_dp([1.0], [0.1], 1e-5), "order must be > 1"),
+    (lambda: A.rdp_to_dp([1.0], [0.1], 1e-5), "orders must all be > 1"),
     (lambda: A.rdp_to_delta([2.0], [0.1], -1.0), "eps must be >= 0"),
     (lambda: A.rdp_to_delta([2.0], [np.nan], 1.0), "rdp must contain only finite"),
     (lambda: A.compose_rdp(), "at least one RDP curve"),

@@ -171,8 +171,8 @@ def test_wor_approximation_drops_positive_terms(sigma):
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: A.gaussian_rdp(1.0, 1.0), "order must be > 1"),
-    (lambda: A.gaussian_rdp([2.0, 0.5], 1.0), "order must be > 1"),
+    (lambda: A.gaussian_rdp(1.0, 1.0), "orders must all be > 1"),
+    (lambda: A.gaussian_rdp([2.0, 0.5], 1.0), "orders must all be > 1"),
     (lambda: A.gaussian_rdp([[2.0]], 1.0), "scalar or a 1-D array"),
     (lambda: A.gaussian_rdp([], 1.0), "orders must not be empty"),
     (lambda: A.gaussian_rdp([2.0, np.inf], 1.0), "orders must contain only finite"),
@@ -191,7 +191,7 @@ def test_wor_approximation_drops_positive_terms(sigma):
      "sample_size must be an integer"),
     (lambda: A.sampled_without_replacement_gaussian_rdp(2, 0.0, 1, 10),
      "noise_multiplier must be > 0"),
-    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(1.0, 1.0, 0.1), "order must be > 1"),
+    (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(1.0, 1.0, 0.1), "orders must all be > 1"),
     (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(2.0, 0.0, 0.1),
      "noise_multiplier must be > 0"),
     (lambda: A.poisson_subsampled_gaussian_rdp_quadrature(2.0, 1.0, 1.5),

@@ -54,7 +54,7 @@ def test_laplace_scale(sensitivity, eps):
     scale = _returns_finite_or_names(lambda: M.laplace_scale(sensitivity, eps),
                                      ("sensitivity", "eps"), ())
     if scale is not None:
-        assert scale > 0 and math.isclose(scale, sensitivity / eps)
+        assert scale > 0 and math.isclose(scale, float(sensitivity) / float(eps))
 
 
 @PROPERTY

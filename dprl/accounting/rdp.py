@@ -32,7 +32,7 @@ def gaussian_rdp(orders: ArrayLike, noise_multiplier: float) -> np.ndarray:
     orders = as_orders(orders)
     sigma = require_positive("noise_multiplier", noise_multiplier)
     with np.errstate(over="ignore", divide="ignore"):
-        rdp = orders / (2 * sigma**2)
+        rdp = orders / (2 * np.float64(sigma) ** 2)
     if not np.all(np.isfinite(rdp)):
         raise ValueError(f"orders / (2 noise_multiplier^2) overflows a float (noise_multiplier="
                          f"{sigma}, largest order {np.max(orders)})")

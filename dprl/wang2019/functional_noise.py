@@ -46,7 +46,9 @@ def ou_kernel(x: ArrayLike, y: ArrayLike, sigma: float, beta: float) -> np.ndarr
     y = require_array("y", y, ndim=1, nonempty=False)
     sigma = require_nonnegative("sigma", sigma)
     beta = require_positive("beta", beta)
-    return sigma ** 2 * np.exp(-beta * np.abs(x[:, None] - y[None, :]))
+    if not math.isfinite(sigma * sigma):
+        raise ValueError(f"sigma^2 overflows a float (sigma={sigma})")
+    return sigma * sigma * np.exp(-beta * np.abs(x[:, None] - y[None, :]))
 
 
 def conditional_moments(x: ArrayLike, left_x: ArrayLike, left_value: ArrayLike,
@@ -294,11 +296,16 @@ def dense_conditional_moments(x_obs: ArrayLike, g_obs: ArrayLike, x_new: ArrayLi
     x_obs = require_array("x_obs", x_obs, ndim=1, nonempty=False)
     g_obs = require_array("g_obs", g_obs, shape=x_obs.shape, nonempty=False)
     x_new = require_array("x_new", x_new, ndim=1)
+    sigma, beta = require_positive("sigma", sigma), require_positive("beta", beta)
     x_obs, g_obs = _distinct_observations(x_obs, g_obs)
     prior = ou_kernel(x_new, x_new, sigma, beta)
     if x_obs.size == 0:
         return np.zeros(x_new.size), prior
-    factor = linalg.cho_factor(ou_kernel(x_obs, x_obs, sigma, beta), lower=True)
+    try:
+        factor = linalg.cho_factor(ou_kernel(x_obs, x_obs, sigma, beta), lower=True)
+    except linalg.LinAlgError as error:
+        raise ValueError(f"the kernel matrix of x_obs is numerically singular at sigma={sigma}, "
+                         f"beta={beta}: {error}") from error
     cross = ou_kernel(x_new, x_obs, sigma, beta)
     return cross @ linalg.cho_solve(factor, g_obs), prior - cross @ linalg.cho_solve(factor,
                                                                                       cross.T)
