@@ -56,7 +56,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, experiment_id: str, saved: int, total: int) -> None:
         super().__init__(f"{experiment_id}: {saved}/{total} trials saved; "
                          "rerun the same command to resume")
-        self.saved, self.total = saved, total
 
 
 def result_paths(experiment_id: str, scale: str,
@@ -125,7 +124,7 @@ def load(experiment_id: str, scale: str = "paper",
     if record is None:
         raise ValueError(f"{sidecar_path} is unreadable; regenerate it: "
                          f"{regenerate_command(experiment_id, scale, results_dir)}")
-    if record.get("sha256") != _sha256(arrays_path):
+    if record["sha256"] != _sha256(arrays_path):
         raise ValueError(f"{arrays_path} does not match the checksum in {sidecar_path.name}; "
                          f"regenerate it: {regenerate_command(experiment_id, scale, results_dir)}")
     with np.load(arrays_path) as stored:
@@ -141,9 +140,9 @@ def status(experiment_id: str, scale: str = "paper",
     if not (arrays_path.exists() and sidecar_path.exists()):
         return "missing"
     record = _sidecar(sidecar_path)
-    if record is None or record.get("sha256") != _sha256(arrays_path):
+    if record is None or record["sha256"] != _sha256(arrays_path):
         return "corrupt"
-    current = record.get("config") == config_to_dict(get(experiment_id).config(scale))
+    current = record["config"] == config_to_dict(get(experiment_id).config(scale))
     return "current" if current else "stale"
 
 
