@@ -1,8 +1,10 @@
 """The book's figure style: one look for every figure, error bands as the papers draw them.
 
-Every chapter calls :func:`use_book_style` once. Curves over independent trials are drawn with
-:func:`band`, whose ``spread`` is the standard deviation ('sd') or the standard error of the
-mean ('se'); the caption of each figure says which.
+Every chapter calls :func:`use_book_style` once and shows every figure with :func:`show`, which
+refuses a figure whose legend gives two entries of one axes the same colour and marker (issue 15,
+section 5: a reader, colour-blind or printing in grey, must tell every curve apart). Curves over
+independent trials are drawn with :func:`band`, whose ``spread`` is the standard deviation ('sd')
+or the standard error of the mean ('se'); the caption of each figure says which.
 """
 
 from __future__ import annotations
@@ -10,8 +12,13 @@ from __future__ import annotations
 from typing import Literal
 
 import matplotlib as mpl
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
+from matplotlib.container import ErrorbarContainer
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from dprl.validation import require_array
 
@@ -108,3 +115,38 @@ def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread
     (line,) = ax.plot(x, mean, label=label, color=colour, **line_kwargs)
     ax.fill_between(x, mean - width, mean + width, color=line.get_color(), alpha=0.2,
                     linewidth=0)
+
+
+def _look(handle) -> tuple[str, str] | None:
+    """(colour, marker) of a legend handle: a line, or the data line of an error bar; None
+    for other artists (bands, bars), which the legend tells apart by their colour alone."""
+    if isinstance(handle, ErrorbarContainer):
+        handle = handle.lines[0]
+    if not isinstance(handle, Line2D):
+        return None
+    marker = handle.get_marker()
+    return to_hex(handle.get_color()), "none" if marker in (None, "", " ", "None") else str(marker)
+
+
+def indistinct_entries(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of legend labels of one axes of ``fig`` drawn with the same colour and marker."""
+    pairs = []
+    for ax in fig.axes:
+        seen: dict[tuple[str, str], str] = {}
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            look = _look(handle)
+            if look is None:
+                continue
+            if look in seen and seen[look] != label:
+                pairs.append((seen[look], label))
+            seen.setdefault(look, label)
+    return pairs
+
+
+def show(fig: Figure) -> None:
+    """Show ``fig`` after checking that no two legend entries of one axes share colour and
+    marker (:func:`indistinct_entries`); raises ValueError naming them otherwise."""
+    pairs = indistinct_entries(fig)
+    if pairs:
+        raise ValueError(f"fig: legend entries drawn alike (same colour and marker): {pairs}")
+    plt.show()

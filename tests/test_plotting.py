@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dprl.plotting import band, mean_and_spread, use_book_style  # noqa: E402
+from dprl.plotting import (band, indistinct_entries, mean_and_spread, show,  # noqa: E402
+                           use_book_style)
 
 
 def test_spread_is_sample_sd_or_standard_error():
@@ -32,3 +33,33 @@ def test_band_draws_mean_line_and_shaded_band():
 def test_bad_inputs(values, spread):
     with pytest.raises(ValueError):
         mean_and_spread(values, spread)
+
+
+def test_show_refuses_two_legend_entries_drawn_alike():
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([0, 1], [0, 1], label="GPOPE", color="#d62728")
+    left.plot([0, 1], [1, 0], label="GPOPE 10x", color="#d62728", linestyle="--")
+    right.plot([0, 1], [0, 1], label="LSTD", color="#2ca02c")
+    assert indistinct_entries(fig) == [("GPOPE", "GPOPE 10x")]
+    with pytest.raises(ValueError, match="GPOPE 10x"):
+        show(fig)
+    plt.close(fig)
+
+
+def test_show_accepts_a_variant_with_its_own_marker_and_errorbars():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="GPOPE", color="#d62728")
+    ax.plot([0, 1], [1, 0], label="GPOPE 10x", color="#d62728", marker="s")
+    ax.errorbar([0, 1], [0, 1], yerr=[0.1, 0.1], label="LSTD", color="#d62728", marker="o")
+    ax.axhline(1.0, color="#d62728")  # unlabelled reference lines are not legend entries
+    assert indistinct_entries(fig) == []
+    show(fig)
+    plt.close(fig)
+
+
+def test_error_bar_entries_are_compared_by_their_data_line():
+    fig, ax = plt.subplots()
+    ax.errorbar([0], [0], yerr=[1], label="a", color="k", marker="o")
+    ax.errorbar([0], [1], yerr=[1], label="b", color="k", marker="o")
+    assert indistinct_entries(fig) == [("a", "b")]
+    plt.close(fig)
