@@ -9,12 +9,14 @@ or the standard error of the mean ('se'); the caption of each figure says which.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.cbook import normalize_kwargs
 from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -24,43 +26,72 @@ from dprl.validation import require_array
 
 Spread = Literal["sd", "se"]
 
-#: One colour per method, shared by every chapter so a method looks the same everywhere.
-COLOURS = {
-    "non-private": "#222222", "exact": "#222222",
-    "LSW": "#1f77b4", "DP-LSW": "#1f77b4",
-    "LSL": "#ff7f0e", "DP-LSL": "#ff7f0e",
-    "LSTD": "#2ca02c", "GPOPE": "#d62728", "GTD2": "#9467bd",
-    "TD(0)": "#8c564b", "Monte Carlo": "#e377c2",
-    "dprl RDP": "#1f77b4", "dp-accounting RDP": "#ff7f0e",
-    "dp-accounting PLD": "#2ca02c", "moments accountant": "#d62728",
-    "ours (selective DP-SGD)": "#d62728", "ours, visible coins": "#d62728",
-    "DP-SGD (expert-level)": "#1f77b4", "random policy": "#7f7f7f",
+#: The Okabe-Ito palette (Okabe & Ito 2008), distinguishable with every common colour-vision
+#: deficiency; black, orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple,
+#: grey.
+PALETTE = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
+           "#CC79A7", "#999999")
+BLACK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, GREY = PALETTE
+
+
+@dataclass(frozen=True)
+class Look:
+    """How a method is drawn: colour, marker ("" for none) and line style."""
+
+    colour: str
+    marker: str = ""
+    linestyle: str = "-"
+
+
+#: The one mapping from method (and variant) to its look, shared by every figure of the book so a
+#: method looks the same everywhere; variants of a method keep its colour and change marker or
+#: line style (:func:`style` with ``variant``).
+STYLES: dict[str, Look] = {
+    "non-private": Look(BLACK, "^", "-."), "exact": Look(BLACK, "", "-"),
+    "LSW": Look(BLUE, "o", "--"), "DP-LSW": Look(BLUE, "o"),
+    "LSL": Look(ORANGE, "s", "--"), "DP-LSL": Look(ORANGE, "s"),
+    "LSTD": Look(GREEN, "^"), "WIS-LSTD": Look(GREEN, "v"), "GPOPE": Look(VERMILLION, "D"),
+    "GTD2": Look(PURPLE, "v"), "TD(0)": Look(SKY, "<"), "Monte Carlo": Look(GREY, ">"),
+    "theta = 0": Look(GREY, "", ":"),
+    "dprl RDP": Look(BLUE, "o"), "dp-accounting RDP": Look(ORANGE, "s", "--"),
+    "dp-accounting PLD": Look(GREEN, "^"), "moments accountant": Look(VERMILLION, "D", ":"),
+    # Sharma et al. (2025)
+    "ours (selective DP-SGD)": Look(VERMILLION, "o"),
+    "ours, visible coins": Look(VERMILLION, "D", "--"),
+    "DP-SGD (expert-level)": Look(BLUE, "s"), "random policy": Look(GREY, "", ":"),
     # Wang & Hegde (2019), Fig. 2 and its variants
-    "ours (updates)": "#d62728", "ours (iterations)": "#d62728", "ours (C outside)": "#d62728",
-    "ours (updates, exact)": "#9467bd", "Alg. 1 literal": "#8c564b",
-    "Alg. 1 literal (exact)": "#8c564b", "input perturbation": "#1f77b4",
-    "Gaussian Q-table (not private)": "#ff7f0e", "DP-SGD": "#2ca02c", "plain DQN": "#222222",
+    "ours (updates)": Look(VERMILLION, "o"), "ours (iterations)": Look(VERMILLION, "s", "--"),
+    "ours (C outside)": Look(VERMILLION, "x", ":"), "ours (updates, exact)": Look(PURPLE, "D"),
+    "Alg. 1 literal": Look(YELLOW, "v"), "Alg. 1 literal (exact)": Look(YELLOW, "^", "--"),
+    "input perturbation": Look(BLUE, "<"), "Gaussian Q-table (not private)": Look(ORANGE, ">"),
+    "DP-SGD": Look(GREEN, "P"), "plain DQN": Look(BLACK, "", "-."),
     # privacy audits (appendix)
-    "empirical trade-off": "#222222", "claimed (eps, delta)": "#d62728",
-    "accountant (eps, delta)": "#2ca02c", "mu-GDP": "#1f77b4",
+    "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
+    "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
 }
-
-#: Marker and line style of the methods that have them; variants of a method keep its colour
-#: and change these.
-MARKERS = {"ours (selective DP-SGD)": "o", "ours, visible coins": "D",
-           "DP-SGD (expert-level)": "s", "non-private": "^"}
-LINESTYLES = {"ours, visible coins": "--", "random policy": ":", "non-private": "-.",
-              "ours (iterations)": "--", "ours (C outside)": ":",
-              "Alg. 1 literal (exact)": "--",
-              "claimed (eps, delta)": "--", "accountant (eps, delta)": ":", "mu-GDP": "-."}
+#: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
+COLOURS = {label: look.colour for label, look in STYLES.items()}
+#: Markers and line styles of a method's variants 1, 2, ... (variant 0 is the method's own look).
+VARIANT_MARKERS = ("s", "^", "v", "x", "P", "<", ">", "*")
+VARIANT_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
-def style(label: str) -> dict[str, str]:
-    """Matplotlib keywords of a method (:data:`COLOURS`, :data:`MARKERS`,
-    :data:`LINESTYLES`), keyed by its label, with the label itself."""
-    keywords = {"label": label, "color": COLOURS.get(label), "marker": MARKERS.get(label),
-                "linestyle": LINESTYLES.get(label, "-")}
-    return {name: value for name, value in keywords.items() if value is not None}
+def style(method: str, variant: int = 0, label: str | None = None) -> dict:
+    """Matplotlib keywords of ``method``'s look in :data:`STYLES` with ``label`` (default: the
+    method's name); ``variant`` k >= 1 keeps the colour and takes the k-th variant marker and
+    line style, so that variants of one method stay apart in one axes."""
+    if method not in STYLES:
+        raise ValueError(f"method {method!r} has no look in dprl.plotting.STYLES")
+    if variant < 0:
+        raise ValueError(f"variant must be >= 0, got {variant}")
+    look = STYLES[method]
+    marker, linestyle = look.marker, look.linestyle
+    if variant:
+        marker = VARIANT_MARKERS[(variant - 1) % len(VARIANT_MARKERS)]
+        linestyle = VARIANT_LINESTYLES[(variant - 1) % len(VARIANT_LINESTYLES)]
+    keywords = {"label": label or method, "color": look.colour, "linestyle": linestyle}
+    return keywords | ({"marker": marker} if marker else {})
+
 
 STYLE = {
     "figure.figsize": (6.4, 4.0),
@@ -104,15 +135,18 @@ def mean_and_spread(values: np.ndarray, spread: Spread = "se",
 
 def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread = "se",
          colour: str | None = None, **line_kwargs) -> None:
-    """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band; the
-    colour is ``colour``, else a ``color`` keyword (as :func:`style` gives), else the
-    label's in :data:`COLOURS`."""
+    """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band, drawn with
+    the label's look in :data:`STYLES` (when it has one), overridden by ``line_kwargs`` (e.g.
+    :func:`style` of a variant) and ``colour``."""
     x = require_array("x", x, ndim=1)
     if np.shape(values)[1:] != x.shape:
         raise ValueError(f"values must have shape (trials, {x.size}), got {np.shape(values)}")
     mean, width = mean_and_spread(values, spread)
-    colour = colour or line_kwargs.pop("color", None) or COLOURS.get(label)
-    (line,) = ax.plot(x, mean, label=label, color=colour, **line_kwargs)
+    keywords = (style(label) if label in STYLES else {"label": label}) | normalize_kwargs(
+        line_kwargs, Line2D)
+    if colour:
+        keywords["color"] = colour
+    (line,) = ax.plot(x, mean, **keywords)
     ax.fill_between(x, mean - width, mean + width, color=line.get_color(), alpha=0.2,
                     linewidth=0)
 

@@ -63,3 +63,22 @@ def test_error_bar_entries_are_compared_by_their_data_line():
     ax.errorbar([0], [1], yerr=[1], label="b", color="k", marker="o")
     assert indistinct_entries(fig) == [("a", "b")]
     plt.close(fig)
+
+
+def test_the_mapping_is_colour_blind_safe_and_variants_keep_the_colour():
+    from dprl.plotting import PALETTE, STYLES, style
+    assert {look.colour for look in STYLES.values()} <= set(PALETTE)
+    base, first, second = style("GPOPE"), style("GPOPE", 1, "GPOPE, 10x"), style("GPOPE", 2)
+    assert base["color"] == first["color"] == second["color"]
+    assert len({(s.get("marker"), str(s["linestyle"])) for s in (base, first, second)}) == 3
+    assert first["label"] == "GPOPE, 10x"
+    with pytest.raises(ValueError, match="method"):
+        style("no such method")
+
+
+def test_band_takes_the_label_look_and_lets_keywords_override_it():
+    fig, ax = plt.subplots()
+    band(ax, np.arange(3), np.ones((2, 3)), "GPOPE")
+    band(ax, np.arange(3), np.ones((2, 3)), "LSTD", ls="--")
+    assert ax.lines[0].get_marker() == "D" and ax.lines[1].get_linestyle() == "--"
+    plt.close(fig)
