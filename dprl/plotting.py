@@ -68,6 +68,35 @@ STYLES: dict[str, Look] = {
     # privacy audits (appendix)
     "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
     "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
+    # Wang & Hegde (2019), the part's figures (book/wang2019)
+    # thin reference lines: optimum, bounds, targets (every wang2019 figure that has one); an
+    # assumed value where "plain DQN" (black, no marker) shares the axes (fig-wang-lipschitz)
+    "reference line": Look(BLACK, "", "--"), "assumed value": Look(GREY, "", "--"),
+    # algorithm: fig-wang-ou-paths (three draws of one path), fig-wang-noise-list (variant 1:
+    # Alg. 1 as printed; base markers other than variant 1's "s"), fig-wang-released-q
+    # (variant 1: the other action)
+    "OU path 1": Look(BLUE), "OU path 2": Look(ORANGE, "", "--"), "OU path 3": Look(GREEN, "", ":"),
+    "points queried first": Look(BLACK, "o", "none"),
+    "reset every 50 steps": Look(BLUE, "o"), "reset every 500 steps": Look(ORANGE, "D"),
+    "reset every 5000 steps": Look(GREEN, "^"),
+    "network Q_theta": Look(BLUE, "o"), "released Q_theta + g": Look(VERMILLION, "D"),
+    # efficiency: fig-wang-query-cost, fig-wang-conditioning
+    "batches of 1000": Look(BLUE, "o"), "one query per call": Look(ORANGE, "s", "--"),
+    "nearest-neighbour bridges": Look(VERMILLION, "o"),
+    "dense conditioning (Cholesky)": Look(BLUE, "s", "--"),
+    # experiments: fig-wang-figure1 (variants of ours: the noise levels sigma > 0)
+    "ours (fixed sigma)": Look(VERMILLION, "o"),
+    # function-valued-mechanisms: fig-wang-queries-eps, fig-wang-lemma6
+    "independent noise per state (Prop. 3)": Look(BLUE, "s", "--"),
+    "Gaussian-process noise (Prop. 4)": Look(VERMILLION, "o"),
+    "random ReLU network": Look(BLUE, ".", "none"),
+    # privacy-analysis: fig-wang-path-bound, fig-wang-lemma8-tail (variants: (sigma, beta)),
+    # fig-wang-composition
+    "solved path bound k": Look(BLACK, "o", "none"), "simulated OU maxima": Look(BLUE, "o"),
+    "Theorem 5 (proof)": Look(VERMILLION, "o"), "as quoted from KOV13": Look(SKY, "s", "--"),
+    "advanced composition": Look(ORANGE, "^", "-."), "RDP (Mironov 2017)": Look(BLUE, "v", ":"),
+    # utility: fig-wang-prop10
+    "released max_a (Q + g)": Look(VERMILLION, "o"), "table alone, max_a Q": Look(BLUE, "s", "--"),
 }
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}
