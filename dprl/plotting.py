@@ -84,8 +84,11 @@ STYLES: dict[str, Look] = {
     "batches of 1000": Look(BLUE, "o"), "one query per call": Look(ORANGE, "s", "--"),
     "nearest-neighbour bridges": Look(VERMILLION, "o"),
     "dense conditioning (Cholesky)": Look(BLUE, "s", "--"),
-    # experiments: fig-wang-figure1 (variants of ours: the noise levels sigma > 0)
-    "ours (fixed sigma)": Look(VERMILLION, "o"),
+    # experiments: fig-wang-figure1, one method at six noise levels (sigma = 0: "non-private"),
+    # each level its own colour, marker and line style, so that the level is read at a glance
+    "ours, sigma = 0.2": Look(SKY, "o"), "ours, sigma = 0.4": Look(BLUE, "s", "--"),
+    "ours, sigma = 0.6": Look(GREEN, "^", ":"), "ours, sigma = 0.8": Look(ORANGE, "v", "-."),
+    "ours, sigma = 1": Look(VERMILLION, "D", (0, (5, 1, 1, 1))),
     # function-valued-mechanisms: fig-wang-queries-eps, fig-wang-lemma6
     "independent noise per state (Prop. 3)": Look(BLUE, "s", "--"),
     "Gaussian-process noise (Prop. 4)": Look(VERMILLION, "o"),
