@@ -75,7 +75,8 @@ STYLES: dict[str, Look] = {
     # algorithm: fig-wang-ou-paths (three draws of one path), fig-wang-noise-list (variant 1:
     # Alg. 1 as printed; base markers other than variant 1's "s"), fig-wang-released-q
     # (variant 1: the other action)
-    "OU path 1": Look(BLUE), "OU path 2": Look(ORANGE, "", "--"), "OU path 3": Look(GREEN, "", ":"),
+    "OU path 1": Look(BLUE), "OU path 2": Look(ORANGE, "", "--"),
+    "OU path 3": Look(GREEN, "", ":"),
     "points queried first": Look(BLACK, "o", "none"),
     "reset every 50 steps": Look(BLUE, "o"), "reset every 500 steps": Look(ORANGE, "D"),
     "reset every 5000 steps": Look(GREEN, "^"),
