@@ -101,6 +101,20 @@ STYLES: dict[str, Look] = {
     "advanced composition": Look(ORANGE, "^", "-."), "RDP (Mironov 2017)": Look(BLUE, "v", ":"),
     # utility: fig-wang-prop10
     "released max_a (Q + g)": Look(VERMILLION, "o"), "table alone, max_a Q": Look(BLUE, "s", "--"),
+    # primer and Balle et al. (2016) (book/primer, book/balle2016)
+    "classic Gaussian": Look(VERMILLION), "analytic Gaussian": Look(BLUE),  # DP primer, sigma
+    "simulation": Look(SKY),  # DP primer, privacy-loss distributions
+    "basic composition": Look(PURPLE, "v", ":"),
+    "Gaussian, no sampling": Look(BLACK), "Poisson sampling": Look(BLUE),  # DP primer, RDP
+    "WOR, Theorem 9": Look(ORANGE, "o", "none"), "WOR, dp-accounting": Look(GREEN),
+    "WOR, leading term": Look(VERMILLION, "", "--"),
+    "projection": Look(GREY, "x", "--"),  # policy evaluation, best D-weighted fit
+    "reference": Look(BLACK, "", ":"),  # slope guides, constant ratios (primer, privacy)
+    "maximum over k": Look(BLACK, "o", "none"),  # Balle algorithms, smooth bound's maximiser
+    "expected signature": Look(SKY), "Theorem 11 bound": Look(VERMILLION, "", "--"),
+    "corrected bound": Look(GREEN, "", ":"),  # Balle utility, DP-LSW excess risk
+    "lambda = m": Look(ORANGE, "o"), "lambda = sqrt(m)": Look(PURPLE, "D"),
+    "lambda = m^0.4": Look(SKY, "v"),  # Balle utility, DP-LSL ridge schedules
 }
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}

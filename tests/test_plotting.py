@@ -82,3 +82,16 @@ def test_band_takes_the_label_look_and_lets_keywords_override_it():
     band(ax, np.arange(3), np.ones((2, 3)), "LSTD", ls="--")
     assert ax.lines[0].get_marker() == "D" and ax.lines[1].get_linestyle() == "--"
     plt.close(fig)
+
+
+def test_no_method_is_given_two_looks():
+    """A key written twice in the STYLES literal would silently keep the last look."""
+    import ast
+    import inspect
+
+    import dprl.plotting
+    tree = ast.parse(inspect.getsource(dprl.plotting))
+    literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+                   and getattr(node.target, "id", None) == "STYLES")
+    keys = [key.value for key in literal.keys]
+    assert sorted({k for k in keys if keys.count(k) > 1}) == []
