@@ -68,6 +68,11 @@ STYLES: dict[str, Look] = {
     # privacy audits (appendix)
     "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
     "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
+    # Xie et al. (2019): Mountain Car, the evaluated policy's training (fig-xie-mc-training)
+    "Q(lambda) training": Look(BLUE), "greedy policy": Look(BLACK, "", "--"),
+    # Xie et al. (2019): HIV, the evaluated policy's episode (fig-xie-hiv-episode)
+    "log10 T1": Look(BLUE), "log10 V": Look(VERMILLION, "", "--"), "log10 E": Look(GREEN, "", "-."),
+    "e1 (RTI)": Look(ORANGE), "e2 (PI)": Look(PURPLE, "", "--"),
 }
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}
