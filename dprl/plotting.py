@@ -115,6 +115,11 @@ STYLES: dict[str, Look] = {
     "corrected bound": Look(GREEN, "", ":"),  # Balle utility, DP-LSW excess risk
     "lambda = m": Look(ORANGE, "o"), "lambda = sqrt(m)": Look(PURPLE, "D"),
     "lambda = m^0.4": Look(SKY, "v"),  # Balle utility, DP-LSL ridge schedules
+    # Xie et al. (2019): Mountain Car, the evaluated policy's training (fig-xie-mc-training)
+    "Q(lambda) training": Look(BLUE), "greedy policy": Look(BLACK, "", "--"),
+    # Xie et al. (2019): HIV, the evaluated policy's episode (fig-xie-hiv-episode)
+    "log10 T1": Look(BLUE), "log10 V": Look(VERMILLION, "", "--"), "log10 E": Look(GREEN, "", "-."),
+    "e1 (RTI)": Look(ORANGE), "e2 (PI)": Look(PURPLE, "", "--"),
 }
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}
@@ -126,7 +131,9 @@ VARIANT_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 def style(method: str, variant: int = 0, label: str | None = None) -> dict:
     """Matplotlib keywords of ``method``'s look in :data:`STYLES` with ``label`` (default: the
     method's name); ``variant`` k >= 1 keeps the colour and takes the k-th variant marker and
-    line style, so that variants of one method stay apart in one axes."""
+    line style, so that variants of one method stay apart in one axes. A variant marker may
+    equal the method's own (e.g. "s" of LSL): :func:`show` refuses such a pair, and the
+    figure then takes another variant."""
     if method not in STYLES:
         raise ValueError(f"method {method!r} has no look in dprl.plotting.STYLES")
     if variant < 0:
