@@ -80,9 +80,10 @@ STYLES: dict[str, Look] = {
     "group privacy": Look(ORANGE, "s", "--"), "trajectory-level certificate": Look(BLACK),
     "expert-level DP-SGD, same noise": Look(BLUE, "", ":"),
     # privacy-analysis: fig-sharma-lemma51, fig-sharma-lemma52, fig-sharma-theorem53: the
-    # paper's bounds against the exact values ("exact"), the thresholds of Algorithm 2
+    # paper's bounds and the book's closed forms against the exact values ("exact"), the
+    # thresholds of Algorithm 2
     "paper's bound": Look(VERMILLION, "", "--"),
-    "paper's closed form": Look(VERMILLION, "o", "none"),
+    "closed form": Look(SKY, "o", "none"),
     "paper's point": Look(VERMILLION, "*", "none"), "privacy target": Look(GREY),
     "threshold c_min": Look(GREEN, "", "--"), "threshold theta": Look(BLUE),
     "threshold theta + offset": Look(PURPLE, "", "-."),
