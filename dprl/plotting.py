@@ -120,6 +120,34 @@ STYLES: dict[str, Look] = {
     # Xie et al. (2019): HIV, the evaluated policy's episode (fig-xie-hiv-episode)
     "log10 T1": Look(BLUE), "log10 V": Look(VERMILLION, "", "--"), "log10 E": Look(GREEN, "", "-."),
     "e1 (RTI)": Look(ORANGE), "e2 (PI)": Look(PURPLE, "", "--"),
+    # Sharma et al. (2025), the part's figures (book/sharma2025)
+    # environments (data-release: fig-sharma-unanimous-k, fig-sharma-stable-size); base markers
+    # other than variant 1's "s" keep an environment's variants apart
+    "CartPole": Look(BLUE, "o"), "Acrobot": Look(ORANGE, "D"), "LunarLander": Look(GREEN, "^"),
+    "HIV": Look(PURPLE, "P"),
+    # the experts' returns (experts: fig-sharma-fig2; offline-rl: fig-sharma-offline-learning)
+    "experts": Look(GREEN),
+    # setting: fig-sharma-group-privacy
+    "expert-level eps, lower bound": Look(VERMILLION, "o"),
+    "group privacy": Look(ORANGE, "s", "--"), "trajectory-level certificate": Look(BLACK),
+    "expert-level DP-SGD, same noise": Look(BLUE, "", ":"),
+    # privacy-analysis: fig-sharma-lemma51, fig-sharma-lemma52, fig-sharma-theorem53: the
+    # paper's bounds and the book's closed forms against the exact values ("exact"), the
+    # thresholds of Algorithm 2
+    "paper's bound": Look(VERMILLION, "", "--"),
+    "closed form": Look(SKY, "o", "none"),
+    "paper's point": Look(VERMILLION, "*", "none"), "privacy target": Look(GREY),
+    "threshold c_min": Look(GREEN, "", "--"), "threshold theta": Look(BLUE),
+    "threshold theta + offset": Look(PURPLE, "", "-."),
+    # privacy-analysis: fig-sharma-theorem55 (variants: the number of rounds T)
+    "KOV composition": Look(BLUE, "o"), "Thm. 3.20 composition": Look(ORANGE, "D", "--"),
+    # selective-dp-sgd: fig-sharma-visible-coins (one point per step)
+    "DP-SGD step (coin = 1)": Look(BLUE, "s", "none"),
+    "stable-set step (coin = 0)": Look(GREEN, "o", "none"),
+    # experiments: fig-sharma-nonprivate-curves, fig-sharma-figure3 (levels drawn across a panel)
+    "step cap": Look(BLACK, "", ":"), "non-private (reference)": Look(BLACK, "", "-."),
+    # privacy-analysis: fig-sharma-theorem55 (where a cited result stops applying)
+    "validity limit": Look(BLACK, "", ":"),
 }
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}
