@@ -65,7 +65,7 @@ STYLES: dict[str, Look] = {
     "Alg. 1 literal": Look(YELLOW, "v"), "Alg. 1 literal (exact)": Look(YELLOW, "^", "--"),
     "input perturbation": Look(BLUE, "<"), "Gaussian Q-table (not private)": Look(ORANGE, ">"),
     "DP-SGD": Look(GREEN, "P"), "plain DQN": Look(BLACK, "", "-."),
-    # privacy audits (appendix)
+    # audits
     "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
     "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
     # Wang & Hegde (2019), the part's figures (book/wang2019)

@@ -1,7 +1,9 @@
 """The registered audits at smoke scale: calibrated mechanisms show no violation at 95%
-confidence (seeded), the under-noised reading of Wang 2019's Theorem 5 does; the accountant
-columns against independent computations."""
+confidence (seeded), the under-noised reading of Wang 2019's Theorem 5 does, and so do
+deliberately under-noised versions of Sharma 2025's DataRelease and DP-SGD; the samplers and
+accountant columns against independent computations."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -95,3 +97,61 @@ def test_estimated_delta_of_the_gaussian_audit_matches_the_exact_profile():
     for eps in (0.2, 0.6):
         estimate, error = privacy_loss_delta(counts, mu * edges - mu**2 / 2, eps)
         assert abs(estimate - gaussian_delta(eps, 1.0, sigma)) < 4 * error + 2e-3
+
+
+def _bound_of(config, experiment_id: str):
+    experiment = get(experiment_id)
+    return audited_bound(config, compute_trials(experiment, config, range(config.n_trials)))
+
+
+def _one_round_release(noise_factor: float):
+    """DataRelease at eps1 = 1, T = 1 with a canary of the majority's type and m experts
+    whose 1-step count crosses Alg. 2's threshold only with the canary."""
+    base = dataclasses.replace(get("audit-sharma2025-release").config("smoke"), eps=1.0,
+                               n_queries=1, canary_type=0, noise_factor=noise_factor,
+                               edge_low=-20.0, edge_high=20.0)
+    m = math.ceil(base.params.threshold / (1 - base.p_min))
+    return dataclasses.replace(base, m=m)
+
+
+def test_release_audit_shows_a_violation_only_when_under_noised():
+    calibrated, under_noised = _one_round_release(1.0), _one_round_release(1e-3)
+    assert _bound_of(calibrated, "audit-sharma2025-release").eps < calibrated.eps
+    assert _bound_of(under_noised, "audit-sharma2025-release").eps > under_noised.eps
+
+
+def test_dp_sgd_audit_shows_a_violation_only_when_under_noised():
+    config = get("audit-sharma2025-dp-sgd").config("smoke")
+    assert _bound_of(config, "audit-sharma2025-dp-sgd").eps < config.eps
+    under_noised = dataclasses.replace(config, noise_factor=0.3)
+    assert _bound_of(under_noised, "audit-sharma2025-dp-sgd").eps > config.eps
+
+
+def test_release_sampler_matches_the_exact_output_distribution():
+    from dprl.experiments.audits_sharma2025 import _release_model, release_outputs
+    config = get("audit-sharma2025-release").config("smoke")
+    model, params = _release_model(config.length, config.p_min), config.params
+    n = 400_000
+    for multiplicities in config.multiplicities():
+        exact = model.distribution(multiplicities, params.eps_prime, params.threshold)
+        outputs = release_outputs(config, multiplicities, n, np.random.default_rng(4))
+        frequencies = np.bincount(outputs, minlength=exact.size) / n
+        assert frequencies.size == exact.size
+        error = np.sqrt(exact * (1 - exact) / n)
+        assert np.all(np.abs(frequencies - exact) <= 5 * error + 1e-5)
+
+
+def test_dp_sgd_statistic_is_the_log_likelihood_ratio_and_the_noise_meets_the_budget():
+    from scipy import stats
+
+    from dprl.experiments.audits_sharma2025 import dp_step_log_likelihood_ratio
+    from dprl.sharma2025.accounting import dp_sgd_epsilon
+    x, s, q = np.random.default_rng(5).normal(size=(4, 6)), 1.7, 0.08
+    mixture = (1 - q) * stats.norm.pdf(x, 0, s) + q * stats.norm.pdf(x, 1, s)
+    assert np.allclose(dp_step_log_likelihood_ratio(x, s, q),
+                       np.log(mixture / stats.norm.pdf(x, 0, s)))
+    config = get("audit-sharma2025-selective").config("smoke")  # RDP calibration
+    rate = config.p * config.sampling_rate
+    assert dp_sgd_epsilon(config.noise_multiplier, rate, config.n_steps, config.delta,
+                          "rdp") <= config.eps
+    assert accountant_epsilon(config) > config.eps  # the coins, once seen, do not subsample

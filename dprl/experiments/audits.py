@@ -43,14 +43,20 @@ half of the trials choose the test, the second half evaluate it).
   (sup norm ``v L``, Lipschitz ``L``, Lemma 6 with ``beta = 1/v``). The log-likelihood ratio
   of a Gaussian-process release is ``<g, Delta f>_H / sigma^2`` plus a constant (Hall,
   Rinaldo & Wasserman 2013), exactly normal: each update contributes
-  ``y_t = z_t + [D'] sqrt(C) / sigma``, ``z_t ~ N(0, 1)``, drawn directly, and the statistic is
-  ``sum_t y_t / sqrt(T/B)``.
+  ``y_t = z_t + [D'] sqrt(C) / sigma``, ``z_t ~ N(0, 1)``, and the statistic is
+  ``sum_t y_t / sqrt(T/B)``, drawn directly as the normal variable it is.
+  ``audit-wang2019-proof-updates`` / ``-statement-updates``: the same with T/B = J = 4873,
+  every SGD update of the DQN-style run (book/wang2019/experiments), each with a fresh path as
+  the proof assumes (that run draws 100 paths for its 4873 updates, a reuse outside the proof;
+  not audited here).
+- Sharma et al. (2025): :mod:`dprl.experiments.audits_sharma2025`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from functools import singledispatch
 
 import numpy as np
 
@@ -112,6 +118,7 @@ def audited_bound(config: AuditConfig, arrays: dict[str, np.ndarray],
                              config.delta, confidence)
 
 
+@singledispatch
 def accountant_epsilon(config: AuditConfig) -> float:
     """The tightest accountant's eps at the config's delta for the audited mechanism: the
     exact Gaussian profile (Balle & Wang 2018, Thm. 8), the Laplace mechanism's eps, and for
@@ -119,7 +126,8 @@ def accountant_epsilon(config: AuditConfig) -> float:
     sensitivity 2h) at the calibration's sigma, for DP-LSW / DP-LSL the smoothed Gaussian
     mechanism's exact profile at Lemma 1's constants (:func:`smoothed_gaussian_epsilon`),
     for Wang 2019's T/B Gaussian-process releases one Gaussian mechanism of sensitivity
-    ``sqrt(T/B) sqrt(C)`` (:func:`~dprl.wang2019.calibration.exact_composition_delta`)."""
+    ``sqrt(T/B) sqrt(C)`` (:func:`~dprl.wang2019.calibration.exact_composition_delta`).
+    Other modules register their configs' accountants (``accountant_epsilon.register``)."""
     if isinstance(config, GPOPEAuditConfig):
         return gpope_epsilon(config.sigma, config.delta, config.n_iterations, config.m)
     if isinstance(config, WangAuditConfig):
@@ -222,13 +230,16 @@ class WangAuditConfig(AuditConfig):
 
 def wang_statistics(config: WangAuditConfig, rng: np.random.Generator) -> Statistics:
     """White-box audit of Algorithm 1's releases (module docstring): ``sum_t y_t /
-    sqrt(T/B)`` under ``D`` and ``D'``."""
-    shape = (config.runs_per_trial, config.n_updates)
+    sqrt(T/B)`` under ``D`` and ``D'``. The ``T/B`` whitened projections ``y_t`` are
+    independent ``N(shift, 1)``, so their sum is drawn as one ``N((T/B) shift, T/B)`` variable
+    (the same law, ``T/B`` times cheaper: the composed run's 4873 updates cost no more than
+    39)."""
     scale = np.sqrt(config.n_updates)
-    return tuple((shift + rng.standard_normal(shape)).sum(axis=-1) / scale
+    return tuple(shift * scale + rng.standard_normal(config.runs_per_trial)
                  for shift in (0.0, config.shift))
 
 
+@singledispatch
 def exact_gdp_mu(config: AuditConfig) -> float | None:
     """``mu`` of the audit's pair where it is exactly Gaussian with one sigma (its trade-off
     is then ``G_mu``, Dong, Roth & Su 2022): the Gaussian mechanism ``1/sigma``, Wang 2019's
@@ -244,6 +255,7 @@ def exact_gdp_mu(config: AuditConfig) -> float | None:
     return 1 / analytic_gaussian_sigma(1.0, config.eps, config.delta)
 
 
+@singledispatch
 def statistic_losses(config: AuditConfig) -> np.ndarray | None:
     """The privacy loss ``ln p_D'/p_D`` at each edge where the audit's statistic determines
     it: the log-likelihood ratio itself (GPOPE, DP-LSW, DP-LSL), ``mu s - mu^2/2`` for the
@@ -376,19 +388,24 @@ BALLE2016_LSW = _balle_audit("DP-LSW", 1705)
 BALLE2016_LSL = _balle_audit("DP-LSL", 1706)
 
 
-def _wang_audit(variant: str, root_seed: int, edge_high: float) -> Experiment:
-    """Algorithm 1 of Wang & Hegde (2019) under one reading of Theorem 5 (module docstring)."""
-    settings = dict(variant=variant, eps=0.9, delta=5e-5, edge_low=-6.0, edge_high=edge_high,
-                    n_edges=3001)
+def _wang_audit(variant: str, n_updates: int, root_seed: int, edge_high: float) -> Experiment:
+    """Algorithm 1 of Wang & Hegde (2019) under one reading of Theorem 5 (module docstring),
+    with ``n_updates`` = T/B: 39 (Algorithm 1 read literally) or 4873 (every SGD update of the
+    DQN-style run of the experiments chapter)."""
+    settings = dict(variant=variant, n_updates=n_updates, eps=0.9, delta=5e-5, edge_low=-6.0,
+                    edge_high=edge_high, n_edges=3001)
+    suffix = "" if n_updates == 39 else "-updates"
     return _register(
-        f"audit-wang2019-{variant}",
+        f"audit-wang2019-{variant}{suffix}",
         f"White-box audit of Wang 2019's Algorithm 1, Theorem 5 read as the {variant} "
-        "(eps = 0.9, T/B = 39)", wang_statistics,
+        f"(eps = 0.9, T/B = {n_updates})", wang_statistics,
         WangAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=2000,
                         **settings),
         WangAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
                         runs_per_trial=10000, **settings))
 
 
-WANG2019_PROOF = _wang_audit("proof", 1707, 7.5)
-WANG2019_STATEMENT = _wang_audit("statement", 1708, 27.0)
+WANG2019_PROOF = _wang_audit("proof", 39, 1707, 7.5)
+WANG2019_STATEMENT = _wang_audit("statement", 39, 1708, 27.0)
+WANG2019_PROOF_UPDATES = _wang_audit("proof", 4873, 1709, 7.5)
+WANG2019_STATEMENT_UPDATES = _wang_audit("statement", 4873, 1710, 7.5)

@@ -11,3 +11,4 @@ import dprl.experiments.sharma2025  # noqa: F401
 import dprl.experiments.sharma2025_release  # noqa: F401
 import dprl.experiments.sharma2025_training  # noqa: F401
 import dprl.experiments.audits  # noqa: F401
+import dprl.experiments.audits_sharma2025  # noqa: F401
