@@ -157,3 +157,19 @@ def test_shifted_theorem3_steps():
     np.testing.assert_allclose(steps, 2.0 / (0.01 * (np.arange(1000) + i0)), rtol=1e-12)
     with pytest.raises(ValueError, match="eta"):
         shifted_theorem3_steps(0.5, 10, 0.01, eta=0.0)
+
+
+def test_moment_recursion_runs_schedules_side_by_side(chain_statistics):
+    from dprl.xie2019.utility import MomentRecursion
+    mdp, data, features, _ = chain_statistics
+    recursion = MomentRecursion(data.first(60), features, mdp.gamma)
+    long, short = np.linspace(0.4, 0.05, 150), np.full(90, 0.2)
+    padded = np.column_stack([long, np.append(short, np.zeros(60))])
+    together = recursion.error_after(padded, np.array([0.3, 0.7]))
+    assert together.shape == (2,)
+    assert together[0] == pytest.approx(recursion.error_after(long, 0.3), rel=1e-12)
+    assert together[1] == pytest.approx(recursion.error_after(short, 0.7), rel=1e-12)
+    with pytest.raises(ValueError, match="step"):
+        recursion.error_after(np.zeros((5, 2)), 0.3)
+    with pytest.raises(ValueError, match="noise_std"):
+        recursion.error_after(padded, np.array([0.3, -0.1]))
