@@ -173,3 +173,16 @@ def test_moment_recursion_runs_schedules_side_by_side(chain_statistics):
         recursion.error_after(np.zeros((5, 2)), 0.3)
     with pytest.raises(ValueError, match="noise_std"):
         recursion.error_after(padded, np.array([0.3, -0.1]))
+
+
+def test_schedule_experiment_calibrates_where_the_general_bound_certifies_nothing():
+    from dprl.experiments.xie2019_theory import _sigma
+    from dprl.xie2019 import dp_accounting_epsilon, gpope_sigma
+    from dprl.xie2019.privacy import DP_ACCOUNTING_SPARSE_ORDERS
+    assert _sigma(1.0, 1e-5, 300, 300) == (gpope_sigma(1.0, 1e-5, 300, 300), False)
+    with pytest.raises(ValueError):
+        gpope_sigma(0.1, 1e-5, 100_000, 1000)  # N times the WBK floor exceeds eps
+    sigma, fallback = _sigma(0.1, 1e-5, 100_000, 1000)
+    assert fallback
+    eps = dp_accounting_epsilon(sigma, 1e-5, 100_000, 1000, orders=DP_ACCOUNTING_SPARSE_ORDERS)
+    assert 0.1 * (1 - 1e-3) < eps <= 0.1
