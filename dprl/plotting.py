@@ -55,6 +55,8 @@ STYLES: dict[str, Look] = {
     "theta = 0": Look(GREY, "", ":"),
     "dprl RDP": Look(BLUE, "o"), "dp-accounting RDP": Look(ORANGE, "s", "--"),
     "dp-accounting PLD": Look(GREEN, "^"), "moments accountant": Look(VERMILLION, "D", ":"),
+    # Xie et al. (2019), Sec. 6: step-size schedules of the exact recursion
+    "constant step": Look(VERMILLION, "D"), "diminishing step": Look(BLUE, "o"),
     # Sharma et al. (2025)
     "ours (selective DP-SGD)": Look(VERMILLION, "o"),
     "ours, visible coins": Look(VERMILLION, "D", "--"),

@@ -16,6 +16,7 @@ COMMITTED = sorted(RESULTS_DIR.glob("*.json"))
 SPOT_SEED = int(os.environ.get("DPRL_SPOT_SEED", np.random.SeedSequence().entropy % 2**32))
 #: experiment-id prefixes of each family (one test file per family)
 FAMILIES = {"balle2016": ("balle2016-", "primer-"), "xie2019_chain": ("xie2019-chain",),
+            "xie2019_theory": ("xie2019-theorem",),
             "mountain_car": ("xie2019-mountain-car",), "hiv": ("xie2019-hiv",),
             "wang2019": ("wang2019-",), "audits": ("audit-",),
             "sharma2025_experts": tuple(f"sharma2025-{env}-experts"

@@ -157,3 +157,32 @@ def test_shifted_theorem3_steps():
     np.testing.assert_allclose(steps, 2.0 / (0.01 * (np.arange(1000) + i0)), rtol=1e-12)
     with pytest.raises(ValueError, match="eta"):
         shifted_theorem3_steps(0.5, 10, 0.01, eta=0.0)
+
+
+def test_moment_recursion_runs_schedules_side_by_side(chain_statistics):
+    from dprl.xie2019.utility import MomentRecursion
+    mdp, data, features, _ = chain_statistics
+    recursion = MomentRecursion(data.first(60), features, mdp.gamma)
+    long, short = np.linspace(0.4, 0.05, 150), np.full(90, 0.2)
+    padded = np.column_stack([long, np.append(short, np.zeros(60))])
+    together = recursion.error_after(padded, np.array([0.3, 0.7]))
+    assert together.shape == (2,)
+    assert together[0] == pytest.approx(recursion.error_after(long, 0.3), rel=1e-12)
+    assert together[1] == pytest.approx(recursion.error_after(short, 0.7), rel=1e-12)
+    with pytest.raises(ValueError, match="step"):
+        recursion.error_after(np.zeros((5, 2)), 0.3)
+    with pytest.raises(ValueError, match="noise_std"):
+        recursion.error_after(padded, np.array([0.3, -0.1]))
+
+
+def test_schedule_experiment_calibrates_where_the_general_bound_certifies_nothing():
+    from dprl.experiments.xie2019_theory import _sigma
+    from dprl.xie2019 import dp_accounting_epsilon, gpope_sigma
+    from dprl.xie2019.privacy import DP_ACCOUNTING_SPARSE_ORDERS
+    assert _sigma(1.0, 1e-5, 300, 300) == (gpope_sigma(1.0, 1e-5, 300, 300), False)
+    with pytest.raises(ValueError):
+        gpope_sigma(0.1, 1e-5, 100_000, 1000)  # N times the WBK floor exceeds eps
+    sigma, fallback = _sigma(0.1, 1e-5, 100_000, 1000)
+    assert fallback
+    eps = dp_accounting_epsilon(sigma, 1e-5, 100_000, 1000, orders=DP_ACCOUNTING_SPARSE_ORDERS)
+    assert 0.1 * (1 - 1e-3) < eps <= 0.1

@@ -256,16 +256,35 @@ class MomentRecursion:
     def _operator(self, beta: float) -> np.ndarray:
         return np.eye(self._first.shape[0]) - beta * self._first + beta**2 * self._second
 
-    def error_after(self, step_size, noise_std: float) -> float:
-        """``E||xi_{N+1}||^2`` after the steps ``beta_1 .. beta_N`` from ``(theta, w) = 0``."""
-        steps = require_array("step_size", step_size, ndim=1)
-        if steps.min() <= 0:
-            raise ValueError("step sizes must be > 0")
-        noise = require_nonnegative("noise_std", noise_std) ** 2 * self._noise
-        v = self._start
-        for beta in steps:
-            v = v - beta * (self._first @ v) + beta**2 * (self._second @ v + noise)
-        return float(self._readout @ v + self._offset)
+    def error_after(self, step_size, noise_std) -> float | np.ndarray:
+        """``E||xi_{N+1}||^2`` after the steps ``beta_1 .. beta_N`` from ``(theta, w) = 0``.
+        ``step_size`` ``(N,)`` gives a float; ``(N, k)`` runs ``k`` schedules at once (noise
+        ``noise_std`` a scalar or ``(k,)``) and gives ``(k,)``. A step of 0 leaves the moments
+        unchanged, so zeros after its own ``N`` give a shorter schedule its own error."""
+        steps = require_array("step_size", step_size)
+        if steps.ndim not in (1, 2) or steps.shape[0] == 0:
+            raise ValueError(f"step_size must be (N,) or (N, k), got shape {steps.shape}")
+        if steps.min() < 0 or not steps.any(axis=0).all():
+            raise ValueError("step sizes must be >= 0, with a positive step in every schedule")
+        columns = steps.reshape(steps.shape[0], -1)
+        std = np.broadcast_to(np.asarray(noise_std, dtype=float), columns.shape[1:])
+        if std.min() < 0:
+            raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
+        # longest schedules first, so the live ones (a step still to come) are a prefix
+        lengths = columns.shape[0] - np.argmax(columns[::-1] != 0, axis=0)
+        order = np.argsort(-lengths, kind="stable")
+        columns, lengths = columns[:, order], lengths[order]
+        noise = np.outer(self._noise, std[order] ** 2)
+        v = np.repeat(self._start[:, None], columns.shape[1], axis=1)
+        stacked, size = np.vstack([self._first, self._second]), v.shape[0]
+        for i, beta in enumerate(columns):
+            live = int(np.searchsorted(-lengths, -i, side="left"))
+            products = stacked @ v[:, :live]
+            b = beta[:live]
+            v[:, :live] += -b * products[:size] + b**2 * (products[size:] + noise[:, :live])
+        errors = np.empty(columns.shape[1])
+        errors[order] = self._readout @ v + self._offset
+        return float(errors[0]) if steps.ndim == 1 else errors
 
     def constant_step_error(self, step: float, n_iterations: int, noise_std: float) -> float:
         """``E||xi_{N+1}||^2`` after ``N`` constant steps ``beta``, in closed form (the
