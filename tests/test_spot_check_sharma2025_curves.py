@@ -1,17 +1,14 @@
-"""Committed learning curves of Sharma et al. (2025)'s non-private learners retrain exactly
-(one random run of one random environment whose data cache exists; see spot_check and
-test_spot_check_sharma2025_training)."""
+"""Committed results of the sharma2025_curves family are current, and drawn ones recompute exactly (one
+random trial; see spot_check).
 
-import numpy as np
+Like the training runs, LunarLander's and HIV's curves are drawn only where their data cache
+exists.
+"""
+
 import pytest
-from spot_check import SPOT_SEED, check_random_trials, family_results, has_data_cache
+from spot_check import family_results, spot_check
 
 
-def test_a_random_run_of_one_environments_learning_curves_retrains_exactly():
-    """The learning curves (20k steps a run, up to ~2 min each) are checked one run of one
-    environment per test session, chosen afresh like every spot-check."""
-    sidecars = [p for p in family_results("sharma2025_curves") if has_data_cache(p)]
-    if not sidecars:
-        pytest.skip("no committed learning curves with a data cache")
-    chosen = sidecars[np.random.default_rng([SPOT_SEED, 14]).integers(len(sidecars))]
-    check_random_trials(chosen, count=1)
+@pytest.mark.parametrize("sidecar", family_results("sharma2025_curves"), ids=lambda p: p.stem)
+def test_committed_result_is_current_and_a_random_trial_recomputes_exactly(sidecar):
+    spot_check(sidecar, "sharma2025_curves")

@@ -1,9 +1,11 @@
-"""Committed results of the sharma2025_experts family recompute exactly (random trials; see spot_check)."""
+"""Committed results of the sharma2025_experts family are current, and drawn ones recompute exactly (one
+random trial; see spot_check).
+"""
 
 import pytest
-from spot_check import check_random_trials, family_results
+from spot_check import family_results, spot_check
 
 
 @pytest.mark.parametrize("sidecar", family_results("sharma2025_experts"), ids=lambda p: p.stem)
-def test_random_trials_of_committed_result_recompute_exactly(sidecar):
-    check_random_trials(sidecar)
+def test_committed_result_is_current_and_a_random_trial_recomputes_exactly(sidecar):
+    spot_check(sidecar, "sharma2025_experts")

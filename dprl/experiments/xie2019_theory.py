@@ -114,7 +114,8 @@ def schedule_trials(config: StepScheduleConfig,
         errors = recursion.error_after(
             _schedules(b0.ravel(), lengths.ravel(), t0.ravel()),
             np.repeat(sigma.ravel(), shape[-1])).reshape(shape)
-        for key, value in (("sigma", sigma), ("sigma_by_dp_accounting", fallback), ("grid_error", grid), ("best_step", best),
+        for key, value in (("sigma", sigma), ("sigma_by_dp_accounting", fallback),
+                           ("grid_error", grid), ("best_step", best),
                            ("constant_error", grid.min(axis=-1)), ("theorem2_error", theorem2),
                            ("diminishing_error", errors[..., :-1]),
                            ("theorem3_shifted_error", errors[..., -1]),
