@@ -99,8 +99,11 @@ def sampled_without_replacement_gaussian_rdp_tight(orders: ArrayLike, noise_mult
     of ``k -> exp((k-1) k / (2 sigma^2))`` at 0. Each term is at most Thm. 9's, so the bound
     is never looser than :func:`sampled_without_replacement_gaussian_rdp`. Orders above
     :data:`FORWARD_DIFFERENCE_ORDERS` take Thm. 9's terms (as dp-accounting does). Integer
-    orders >= 2; the forward differences are taken in log space with signs, vectorised, in
-    the order dp-accounting takes them (so the two agree to rounding)."""
+    orders >= 2. The forward differences are taken in log space with signs, vectorised, in
+    the order dp-accounting takes them, and each is then raised by a bound on its rounding
+    error (:func:`_log_forward_differences`): dp-accounting's own values fall below the exact
+    differences by factors up to ~e^2.5 at noise multipliers >= 8 (cancellation), which an
+    upper bound must not do. Where that error is negligible the two agree to rounding."""
     orders = as_orders(orders, integer=True)
     sigma = require_positive("noise_multiplier", noise_multiplier)
     log_gamma = _log_sampling_fraction(sample_size, dataset_size)
@@ -128,11 +131,19 @@ def sampled_without_replacement_gaussian_rdp_tight(orders: ArrayLike, noise_mult
 
 
 def _log_forward_differences(sigma: float, count: int) -> np.ndarray:
-    """``log |Delta^(l+1) g(0)|``, ``l = 0..count+1``, of ``g(k) = exp((k-1) k / (2
-    sigma^2))``, by ``count + 2`` successive first differences of ``g(0..count+2)`` kept as
-    (log magnitude, sign) pairs (dp-accounting's ``_get_forward_diffs``, vectorised)."""
+    """Upper bounds on ``log |Delta^(l+1) g(0)|``, ``l = 0..count+1``, of ``g(k) = exp((k-1)
+    k / (2 sigma^2))``: ``count + 2`` successive first differences of ``g(0..count+2)`` kept
+    as (log magnitude, sign) pairs (dp-accounting's ``_get_forward_diffs``, vectorised), each
+    raised by the bound ``4 (l+2) 2^(l+1) u (1 + max log g) max g`` on the error that
+    rounding (unit ``u``) in ``l + 1`` levels of differences can accumulate (each level
+    doubles the error it inherits and adds ``~u`` times the largest value it holds, which is
+    at most ``2^level max g``; a value stored as a logarithm ``L`` carries a relative error
+    ``~u L``)."""
     k = np.arange(count + 3, dtype=float) - 1
     magnitudes, signs = k * (k + 1) / (2 * sigma**2), np.ones(count + 3, dtype=bool)
+    levels = np.arange(1, count + 3, dtype=float)
+    log_error = (math.log(4 * np.finfo(float).eps) + np.log(levels + 1) + levels * math.log(2)
+                 + math.log1p(magnitudes.max()) + np.maximum.accumulate(magnitudes)[1:])
     deltas = np.empty(count + 2)
     for level in range(count + 2):
         a, b, sign_a, sign_b = magnitudes[:-1], magnitudes[1:], signs[:-1], signs[1:]
@@ -144,4 +155,4 @@ def _log_forward_differences(sigma: float, count: int) -> np.ndarray:
         magnitudes = np.where(same, apart, together)
         signs = np.where(same, (b >= a) == sign_b, sign_b)
         deltas[level] = magnitudes[0]
-    return deltas
+    return np.logaddexp(deltas, log_error)
