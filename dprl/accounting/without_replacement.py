@@ -35,10 +35,9 @@ def sampled_without_replacement_gaussian_rdp(orders: ArrayLike, noise_multiplier
     orders = as_orders(orders, integer=True)
     sigma = require_positive("noise_multiplier", noise_multiplier)
     log_gamma = _log_sampling_fraction(sample_size, dataset_size)
-    second = _log_second_order_term(orders, sigma, log_gamma)
-    log_sums = [special.logsumexp(np.append(_log_higher_order_terms(int(a), sigma, log_gamma), s))
-                for a, s in zip(orders.ravel(), second.ravel())]
-    return np.logaddexp(0.0, np.reshape(log_sums, orders.shape)) / (orders - 1)
+    j = np.arange(3, int(orders.max()) + 1, dtype=float)
+    log_a = _log_moment(orders.ravel(), sigma, log_gamma, _log_theorem9_factors(j, sigma))
+    return log_a.reshape(orders.shape) / (orders - 1)
 
 
 def sampled_without_replacement_gaussian_rdp_approx(orders: ArrayLike, noise_multiplier: float,
@@ -73,10 +72,30 @@ def _log_second_order_term(orders: np.ndarray, sigma: float, log_gamma: float) -
             + min(math.log(4) + float(log_abs_expm1(eps2)), math.log(2) + eps2))
 
 
-def _log_higher_order_terms(alpha: int, sigma: float, log_gamma: float) -> np.ndarray:
-    """logs of 2 gamma^j C(alpha,j) e^{(j-1) eps(j)}, j = 3..alpha, eps(j) = j/(2 sigma^2)."""
-    j = np.arange(3, alpha + 1, dtype=float)
-    return math.log(2) + j * log_gamma + log_abs_binom(alpha, j) + (j - 1) * j / (2 * sigma**2)
+def _log_theorem9_factors(j: np.ndarray, sigma: float) -> np.ndarray:
+    """log of Thm. 9's factor 2 e^{(j-1) eps(j)} of the j-th term, eps(j) = j/(2 sigma^2)."""
+    return math.log(2) + (j - 1) * j / (2 * sigma**2)
+
+
+#: the most (order, j) entries summed at once by :func:`_log_moment`
+_TERM_BLOCK = 2**22
+
+
+def _log_moment(alphas: np.ndarray, sigma: float, log_gamma: float,
+                factors: np.ndarray) -> np.ndarray:
+    """``log(1 + gamma^2 C(alpha,2) min{..} + sum_{j=3}^{alpha} gamma^j C(alpha,j) f_j)`` for
+    every order of ``alphas`` (1-d), ``factors = log f_j``, ``j = 3..max(alphas)``: the sum of
+    WBK 2019, Thm. 9 / 27, all orders at once (in blocks of orders)."""
+    j = np.arange(3, factors.size + 3, dtype=float)
+    out = np.empty(alphas.shape)
+    rows = max(1, _TERM_BLOCK // max(j.size, 1))
+    for start in range(0, alphas.size, rows):
+        alpha = alphas[start:start + rows, None]
+        terms = np.where(j <= alpha, factors + j * log_gamma + log_abs_binom(alpha, j), -np.inf)
+        second = _log_second_order_term(alpha, sigma, log_gamma)
+        out[start:start + rows] = special.logsumexp(
+            np.concatenate([np.zeros(alpha.shape), second, terms], axis=1), axis=1)
+    return out
 
 
 #: The largest order at which :func:`sampled_without_replacement_gaussian_rdp_tight` uses the
@@ -119,14 +138,8 @@ def sampled_without_replacement_gaussian_rdp_tight(orders: ArrayLike, noise_mult
         deltas = _log_forward_differences(sigma, largest)
         lo, hi = deltas[2 * np.floor(j / 2).astype(int) - 1], deltas[2 * np.ceil(j / 2)
                                                                       .astype(int) - 1]
-        gaussian = np.minimum(math.log(4) + 0.5 * (lo + hi),
-                              math.log(2) + (j - 1) * j / (2 * sigma**2))
-        terms = gaussian + j * log_gamma + log_abs_binom(alphas[:, None], j[None, :])
-        terms = np.where(j[None, :] <= alphas[:, None], terms, -np.inf)
-        second = _log_second_order_term(alphas, sigma, log_gamma)
-        log_a = special.logsumexp(np.concatenate([np.zeros((alphas.size, 1)),
-                                                  second[:, None], terms], axis=1), axis=1)
-        rdp[low] = log_a / (alphas - 1)
+        factors = np.minimum(math.log(4) + 0.5 * (lo + hi), _log_theorem9_factors(j, sigma))
+        rdp[low] = _log_moment(alphas, sigma, log_gamma, factors) / (alphas - 1)
     return rdp
 
 
