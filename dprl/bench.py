@@ -30,6 +30,8 @@ from dprl.accounting import (sampled_without_replacement_gaussian_rdp,
                              sampled_without_replacement_gaussian_rdp_tight)
 from dprl.accounting.logspace import log_abs_binom
 from dprl.envs.mountain_car import GYMNASIUM_ID, MountainCar
+from dprl.experiments.hiv import behaviour_data
+from dprl.experiments.hiv_policy import BEHAVIOUR_TEMPERATURE, policy_weights
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.sharma2025.dp_sgd import DPSGDConfig, expert_dp_sgd_step
@@ -261,6 +263,25 @@ def _wbk27_dp_accounting(n: int) -> list[np.ndarray]:
         for s in _calibration_multipliers(n)]
 
 
+#: HIV behaviour data workload (Xie et al. 2019, Sec. 7): patients per trial, policy scale.
+_HIV_PATIENTS, _HIV_POLICY = 50, "smoke"
+
+
+def _hiv_streams(trials: int) -> list[np.random.Generator]:
+    return trial_generators(5, trials)
+
+
+def _hiv_data_batched(trials: int) -> object:
+    return behaviour_data(_HIV_POLICY, BEHAVIOUR_TEMPERATURE, _HIV_PATIENTS,
+                          _hiv_streams(trials))
+
+
+def _hiv_data_per_trial(trials: int) -> list[object]:
+    """The previous way: one integration per trial (the same bits)."""
+    return [behaviour_data(_HIV_POLICY, BEHAVIOUR_TEMPERATURE, _HIV_PATIENTS, g)
+            for g in _hiv_streams(trials)]
+
+
 def _mountain_car_vectorised(n: int) -> object:
     return MountainCar().simulate(n, UniformPolicy(3), np.random.default_rng(0))
 
@@ -389,6 +410,11 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "(WBK 2019 Thm. 27, orders 2..256): dprl's vectorised forward differences and "
               "sum vs dp-accounting 0.6.0's per-order loops", "RDP curves", _wbk27_vectorised,
               _wbk27_dp_accounting, size=10, quick_size=1, repeats=1),
+    Benchmark("hiv-behaviour-data", f"HIV behaviour data of Xie et al. (2019, Sec. 7), "
+              f"{_HIV_PATIENTS} patients per trial, 200 steps: all trials' patients in one "
+              "integration (xie2019-hiv's data) vs the previous one integration per trial "
+              "(same bits)", "trials", _hiv_data_batched, _hiv_data_per_trial, size=5,
+              quick_size=2, repeats=1, setup=lambda _: policy_weights(_HIV_POLICY)),
     Benchmark("mountain-car", "MountainCar-v0 episodes under the uniform policy: the numpy twin "
               "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",
               "episodes", _mountain_car_vectorised, _mountain_car_gymnasium, size=1000,

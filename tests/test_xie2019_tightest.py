@@ -92,3 +92,24 @@ def test_calibrations_refuse_bad_input():
         x.calibrations(0.0, 1e-5, 100, 100)
     with pytest.raises(ValueError, match="delta"):
         x.calibrations(0.1, 1.5, 100, 100)
+
+
+def test_gpope_adds_the_noise_of_the_named_calibration():
+    from dprl.envs import ChainMDP, stack_trajectories
+    from dprl.features import tabular_features
+    from dprl.seeding import trial_generators
+    mdp = ChainMDP(n_states=5)
+    data = stack_trajectories([mdp.sample(300, g) for g in trial_generators(0, 2)])
+    features = tabular_features(5)
+    for calibration, sigma in (("paper", x.lemma1_sigma(1.0, 1e-5, 300, 300)),
+                               ("tightest", x.tightest_sigma(1.0, 1e-5, 300, 300)),
+                               ("book", x.gpope_sigma(1.0, 1e-5, 300, 300))):
+        assert x.calibrated_sigma(calibration, 1.0, 1e-5, 300, 300) == sigma
+        theta, _ = x.gpope(data, features, mdp.gamma, 0.1, 300, 1.0, 1.0, 1e-5,
+                           trial_generators(1, 2), calibration=calibration)
+        expected, _ = x.primal_dual_descent(data, features, mdp.gamma, 0.1, 300,
+                                            trial_generators(1, 2), clip=1.0,
+                                            noise_scale=sigma)
+        assert np.array_equal(theta, expected)
+    with pytest.raises(ValueError, match="calibration"):
+        x.calibrated_sigma("sound", 1.0, 1e-5, 300, 300)

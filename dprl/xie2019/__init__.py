@@ -14,7 +14,8 @@
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
                                 primal_dual_descent)
-from dprl.xie2019.privacy import (RELATION_PARAMETERS, Calibrations, calibrations,
+from dprl.xie2019.privacy import (CALIBRATIONS, RELATION_PARAMETERS, Calibrations,
+                                  calibrated_sigma, calibrations,
                                   dp_accounting_epsilon,
                                   dp_accounting_sigma, exact_log_moment, gpope_delta,
                                   gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
@@ -23,9 +24,11 @@ from dprl.xie2019.privacy import (RELATION_PARAMETERS, Calibrations, calibration
                                   tightest_sigma)
 
 __all__ = [
+    "CALIBRATIONS",
     "Calibrations",
     "Prepared",
     "RELATION_PARAMETERS",
+    "calibrated_sigma",
     "calibrations",
     "dp_accounting_epsilon",
     "dp_accounting_sigma",

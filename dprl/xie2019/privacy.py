@@ -214,6 +214,24 @@ def calibrations(eps: float, delta: float, n_iterations: int, m: int) -> Calibra
                         tightest_epsilon(paper, delta, n_iterations, m))
 
 
+#: GPOPE's calibrations by name (:func:`calibrated_sigma`).
+CALIBRATIONS = ("paper", "book", "tightest")
+
+
+def calibrated_sigma(calibration: str, eps: float, delta: float, n_iterations: int, m: int,
+                     sensitivity: float = 2.0) -> float:
+    """GPOPE's ``sigma`` (Algorithm 1) for ``(eps, delta, N, m)`` by the named calibration:
+    ``"paper"`` :func:`lemma1_sigma` (Lemma 1, sensitivity ``h``: ``sensitivity`` unused),
+    ``"book"`` :func:`gpope_sigma`, ``"tightest"`` :func:`tightest_sigma`."""
+    if calibration == "paper":
+        return lemma1_sigma(eps, delta, n_iterations, m)
+    if calibration == "book":
+        return gpope_sigma(eps, delta, n_iterations, m, sensitivity)
+    if calibration == "tightest":
+        return tightest_sigma(eps, delta, n_iterations, m, sensitivity)
+    raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+
+
 #: dp-accounting's RDP orders for GPOPE's sampled-without-replacement Gaussian.
 DP_ACCOUNTING_ORDERS = tuple(float(k) for k in range(2, 129))
 
