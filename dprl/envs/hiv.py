@@ -192,7 +192,7 @@ class HIVTreatmentMDP:
         simulates ``k`` groups of ``n_patients`` (``k n`` episodes, group by group) in one
         integration: group ``g``'s actions are drawn from ``rng[g]`` alone, so each group is
         the same bits as its own call (the integrator steps every patient on its own)."""
-        rngs = [rng] if isinstance(rng, np.random.Generator) else list(rng)
+        rngs = list(rng) if isinstance(rng, Sequence) else [rng]
         if not rngs or not all(isinstance(g, np.random.Generator) for g in rngs):
             raise ValueError("rng must be a numpy.random.Generator or a non-empty sequence "
                              "of them")
