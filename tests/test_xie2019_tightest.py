@@ -113,3 +113,12 @@ def test_gpope_adds_the_noise_of_the_named_calibration():
         assert np.array_equal(theta, expected)
     with pytest.raises(ValueError, match="calibration"):
         x.calibrated_sigma("sound", 1.0, 1e-5, 300, 300)
+
+
+def test_calibrations_at_a_large_eps():
+    """eps = 10 (Fig. 4's largest level): Lemma 1's bracket passes sigmas whose tail bound
+    exceeds 1 by far (it is capped at 1, not overflowed)."""
+    c = x.calibrations(10.0, 1e-5, 4000, 400)
+    assert x.lemma1_delta(10.0, 4000, 400, c.paper) <= 1e-5
+    assert x.lemma1_delta(10.0, 4000, 400, 0.05) == 1.0
+    assert c.tightest <= c.book and c.paper < c.tightest

@@ -102,7 +102,7 @@ def lemma1_delta(eps: float, n_iterations: int, m: int, sigma: float) -> float:
     candidates = np.array([math.floor(centre), math.ceil(centre)], dtype=float)
     candidates = np.maximum(candidates, 1.0)
     exponents = a * candidates * (candidates + 1) - candidates * eps
-    return float(min(math.exp(exponents.min()), 1.0))
+    return math.exp(min(float(exponents.min()), 0.0))  # capped at 1 (no overflow)
 
 
 def lemma1_sigma(eps: float, delta: float, n_iterations: int, m: int,
