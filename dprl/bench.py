@@ -18,6 +18,7 @@ from functools import lru_cache, partial
 import gymnasium
 import numpy as np
 import torch
+from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import logsumexp
 
 from dprl.balle2016 import dp_lsw, first_visit_data
@@ -25,7 +26,12 @@ from dprl.balle2016.chain_sampler import sample_first_visit_summaries
 from dprl.envs import CHAIN_ID, ChainMDP, stack_trajectories
 from dprl.envs.episodes import UniformPolicy
 from dprl.envs.hiv import HIVTreatmentMDP
+from dprl.accounting import (sampled_without_replacement_gaussian_rdp,
+                             sampled_without_replacement_gaussian_rdp_tight)
+from dprl.accounting.logspace import log_abs_binom
 from dprl.envs.mountain_car import GYMNASIUM_ID, MountainCar
+from dprl.experiments.hiv import behaviour_data
+from dprl.experiments.hiv_policy import BEHAVIOUR_TEMPERATURE, policy_weights
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.sharma2025.dp_sgd import DPSGDConfig, expert_dp_sgd_step
@@ -38,6 +44,7 @@ from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
 from dprl.xie2019 import primal_dual_descent
+from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,71 @@ def _gpope_per_trial_loop(n_iterations: int) -> list[np.ndarray]:
     return released
 
 
+#: GPOPE calibration workload: RDP curves of one record of m = 10^4 sampled without
+#: replacement at the noise multipliers a bisection visits (Xie et al. 2019, Sec. 5).
+_CALIBRATION_M = 10_000
+
+
+def _calibration_multipliers(n: int) -> np.ndarray:
+    return np.geomspace(0.5, 50.0, n)
+
+
+def _wbk9_vectorised(n: int) -> list[np.ndarray]:
+    return [sampled_without_replacement_gaussian_rdp(GPOPE_ORDERS, s, 1, _CALIBRATION_M)
+            for s in _calibration_multipliers(n)]
+
+
+def _wbk9_per_order_loop(n: int) -> list[np.ndarray]:
+    """WBK 2019, Thm. 9 as the book summed it before: one logsumexp per order."""
+    curves = []
+    log_gamma = -np.log(_CALIBRATION_M)
+    for sigma in _calibration_multipliers(n):
+        log_sums = []
+        for alpha in GPOPE_ORDERS:
+            j = np.arange(3, alpha + 1)
+            higher = (np.log(2) + j * log_gamma + log_abs_binom(alpha, j)
+                      + (j - 1) * j / (2 * sigma**2))
+            second = (2 * log_gamma + log_abs_binom(alpha, 2)
+                      + min(np.log(4) + np.log(np.expm1(1 / sigma**2)),
+                            np.log(2) + 1 / sigma**2))
+            log_sums.append(logsumexp(np.append(higher, second)))
+        curves.append(np.logaddexp(0.0, log_sums) / (GPOPE_ORDERS - 1))
+    return curves
+
+
+_TIGHT_ORDERS = np.arange(2, 257)
+
+
+def _wbk27_vectorised(n: int) -> list[np.ndarray]:
+    return [sampled_without_replacement_gaussian_rdp_tight(_TIGHT_ORDERS, s, 1, _CALIBRATION_M)
+            for s in _calibration_multipliers(n)]
+
+
+def _wbk27_dp_accounting(n: int) -> list[np.ndarray]:
+    return [rdp_privacy_accountant._compute_rdp_sample_wor_gaussian(
+        1 / _CALIBRATION_M, s, [float(a) for a in _TIGHT_ORDERS])
+        for s in _calibration_multipliers(n)]
+
+
+#: HIV behaviour data workload (Xie et al. 2019, Sec. 7): patients per trial, policy scale.
+_HIV_PATIENTS, _HIV_POLICY = 50, "smoke"
+
+
+def _hiv_streams(trials: int) -> list[np.random.Generator]:
+    return trial_generators(5, trials)
+
+
+def _hiv_data_batched(trials: int) -> object:
+    return behaviour_data(_HIV_POLICY, BEHAVIOUR_TEMPERATURE, _HIV_PATIENTS,
+                          _hiv_streams(trials))
+
+
+def _hiv_data_per_trial(trials: int) -> list[object]:
+    """The previous way: one integration per trial (the same bits)."""
+    return [behaviour_data(_HIV_POLICY, BEHAVIOUR_TEMPERATURE, _HIV_PATIENTS, g)
+            for g in _hiv_streams(trials)]
+
+
 def _mountain_car_vectorised(n: int) -> object:
     return MountainCar().simulate(n, UniformPolicy(3), np.random.default_rng(0))
 
@@ -329,6 +401,20 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "by trial; N = 1000, the chain experiment's smallest", "iterations",
               _gpope_vectorised, _gpope_per_trial_loop, size=1000, quick_size=5,
               repeats=1, setup=_gpope_data),
+    Benchmark("gpope-calibration-wbk9", "RDP of GPOPE's step (one of m = 10^4 records "
+              "sampled without replacement, Gaussian; the book's WBK 2019 Thm. 9 bound) at its "
+              "286 orders 2..1024, at n noise multipliers: all orders in one sum vs the "
+              "previous loop over orders (one logsumexp each)", "RDP curves",
+              _wbk9_vectorised, _wbk9_per_order_loop, size=40, quick_size=2, repeats=1),
+    Benchmark("gpope-calibration-wbk27", "RDP of the same step by the tightest accountant "
+              "(WBK 2019 Thm. 27, orders 2..256): dprl's vectorised forward differences and "
+              "sum vs dp-accounting 0.6.0's per-order loops", "RDP curves", _wbk27_vectorised,
+              _wbk27_dp_accounting, size=10, quick_size=1, repeats=1),
+    Benchmark("hiv-behaviour-data", f"HIV behaviour data of Xie et al. (2019, Sec. 7), "
+              f"{_HIV_PATIENTS} patients per trial, 200 steps: all trials' patients in one "
+              "integration (xie2019-hiv's data) vs the previous one integration per trial "
+              "(same bits)", "trials", _hiv_data_batched, _hiv_data_per_trial, size=5,
+              quick_size=2, repeats=1, setup=lambda _: policy_weights(_HIV_POLICY)),
     Benchmark("mountain-car", "MountainCar-v0 episodes under the uniform policy: the numpy twin "
               "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",
               "episodes", _mountain_car_vectorised, _mountain_car_gymnasium, size=1000,

@@ -45,3 +45,15 @@ def test_overhead_benchmark_reports_an_upper_goal(capsys):
     out = capsys.readouterr().out
     assert "goal <= 1.6" in out and report["speedup"] > 0
     assert BENCHMARKS["dp-sgd-overhead"].at_most and not BENCHMARKS["dp-sgd-step"].at_most
+
+
+def test_xie_calibration_and_hiv_benchmarks_do_equivalent_work():
+    for name, rtol in (("gpope-calibration-wbk9", 1e-12), ("gpope-calibration-wbk27", 1e-7)):
+        bench = BENCHMARKS[name]
+        for ours, theirs in zip(bench.candidate(2), bench.reference(2), strict=True):
+            np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=0)
+    hiv = BENCHMARKS["hiv-behaviour-data"]
+    batched, ratios = hiv.candidate(2)
+    for k, (data, ratio) in enumerate(hiv.reference(2)):
+        np.testing.assert_array_equal(batched.rewards[k], data.rewards)
+        np.testing.assert_array_equal(ratios[k], ratio)

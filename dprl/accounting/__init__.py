@@ -19,12 +19,14 @@ from dprl.accounting.orders import DEFAULT_INTEGER_ORDERS, DEFAULT_ORDERS
 from dprl.accounting.rdp import (gaussian_rdp, poisson_subsampled_gaussian_rdp,
                                  poisson_subsampled_gaussian_rdp_quadrature)
 from dprl.accounting.without_replacement import (
-    sampled_without_replacement_gaussian_rdp, sampled_without_replacement_gaussian_rdp_approx)
+    FORWARD_DIFFERENCE_ORDERS, sampled_without_replacement_gaussian_rdp,
+    sampled_without_replacement_gaussian_rdp_approx, sampled_without_replacement_gaussian_rdp_tight)
 
 __all__ = [
     "DEFAULT_INTEGER_ORDERS",
     "DEFAULT_MAX_LAMBDA",
     "DEFAULT_ORDERS",
+    "FORWARD_DIFFERENCE_ORDERS",
     "advanced_composition",
     "calibrate_noise_multiplier",
     "calibrate_subsampled_gaussian",
@@ -40,6 +42,7 @@ __all__ = [
     "sampled_without_replacement_gaussian_epsilon",
     "sampled_without_replacement_gaussian_rdp",
     "sampled_without_replacement_gaussian_rdp_approx",
+    "sampled_without_replacement_gaussian_rdp_tight",
     "self_compose_rdp",
     "smallest_sufficient_scale",
 ]

@@ -14,7 +14,7 @@ Conventions (shared by :class:`HIVTreatmentMDP`, its batch simulator and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -185,17 +185,25 @@ class HIVTreatmentMDP:
         return np.tile(self.initial_state, (require_int("n_patients", n_patients), 1))
 
     def simulate(self, policy: Policy, n_patients: int,
-                 rng: np.random.Generator) -> HIVEpisodes:
+                 rng: np.random.Generator | Sequence[np.random.Generator]) -> HIVEpisodes:
         """``n_patients`` episodes of ``horizon`` steps under ``policy``, all patients at once
         (e.g. the behaviour data of Xie et al. 2019, Sec. 7). ``rng`` is passed to the policy
-        at every step and is the only source of randomness."""
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        states = self.initial_states(n_patients)
+        at every step and is the only source of randomness. A sequence of ``k`` generators
+        simulates ``k`` groups of ``n_patients`` (``k n`` episodes, group by group) in one
+        integration: group ``g``'s actions are drawn from ``rng[g]`` alone, so each group is
+        the same bits as its own call (the integrator steps every patient on its own)."""
+        rngs = list(rng) if isinstance(rng, Sequence) else [rng]
+        if not rngs or not all(isinstance(g, np.random.Generator) for g in rngs):
+            raise ValueError("rng must be a numpy.random.Generator or a non-empty sequence "
+                             "of them")
+        n_patients = require_int("n_patients", n_patients)
+        states = self.initial_states(n_patients * len(rngs))
         observations = [np.log10(states)]
         actions, rewards = [], []
         for _ in range(self.horizon):
-            action = self._policy_actions(policy, observations[-1], rng)
+            groups = np.split(observations[-1], len(rngs))
+            action = np.concatenate([self._policy_actions(policy, o, g)
+                                     for o, g in zip(groups, rngs)])
             states, reward = self.step(states, action)
             observations.append(np.log10(states))
             actions.append(action)

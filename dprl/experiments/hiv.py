@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dprl.envs.episodes import Episodes, feature_table, importance_ratios, stack_episodes
+from dprl.envs.episodes import Episodes, feature_table, importance_ratios
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
 from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
@@ -93,12 +93,14 @@ def reward_range(mdp: HIVTreatmentMDP) -> tuple[float, float]:
 
 
 def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
-                   rng: np.random.Generator) -> tuple[Episodes, np.ndarray]:
+                   rng: np.random.Generator | Sequence[np.random.Generator]
+                   ) -> tuple[Episodes, np.ndarray]:
     """``n_patients`` episodes of the behaviour (softmax of the learned Q of the policy at
     ``policy_scale``, at ``temperature``), all patients at once, as :class:`Episodes`
     (truncated at the horizon, with the behaviour's probabilities of the actions taken), and
     the importance ratios ``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` ``(n, H)`` of the
-    greedy target (Xie et al. 2019, Eq. 2.1)."""
+    greedy target (Xie et al. 2019, Eq. 2.1). A sequence of ``k`` generators gives ``k``
+    data sets ``(k, n)`` from one batched integration, each the same bits as its own call."""
     weights, degree = policy_weights(policy_scale), policy_degree(policy_scale)
     mdp = hiv_mdp(policy_scale)
     behaviour = behaviour_policy(weights, temperature, degree)
@@ -108,7 +110,14 @@ def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
     taken = probs[np.arange(n * steps), episodes.actions.ravel()].reshape(n, steps)
     data = Episodes(episodes.observations, episodes.actions, episodes.rewards,
                     np.full(n, steps), np.zeros(n, dtype=bool), reward_range(mdp), taken)
-    return data, importance_ratios(target_policy(weights, degree), data)
+    ratios = importance_ratios(target_policy(weights, degree), data)
+    if isinstance(rng, np.random.Generator):
+        return data, ratios
+    batch = (n // n_patients, n_patients)
+    return Episodes(*(getattr(data, name).reshape(*batch, *getattr(data, name).shape[1:])
+                      for name in ("observations", "actions", "rewards", "lengths",
+                                   "terminated")), data.reward_range,
+                    taken.reshape(*batch, steps)), ratios.reshape(*batch, steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,10 +153,10 @@ def _reference(policy_scale: str, temperature: float, order: int, n_episodes: in
 
 def _samples(config: HIVConfig, rngs: Sequence[np.random.Generator]
              ) -> tuple[Episodes, np.ndarray]:
-    """Each trial's ``max(batch_sizes)`` behaviour episodes (its own stream), stacked."""
-    parts = [behaviour_data(config.policy_scale, config.temperature, max(config.batch_sizes),
-                            named_stream(g, _DATA)) for g in rngs]
-    return stack_episodes([p[0] for p in parts]), np.stack([p[1] for p in parts])
+    """Each trial's ``max(batch_sizes)`` behaviour episodes (its own stream), ``(trials, m)``,
+    all trials' patients integrated at once."""
+    return behaviour_data(config.policy_scale, config.temperature, max(config.batch_sizes),
+                          [named_stream(g, _DATA) for g in rngs])
 
 
 def _check_sizes(config: HIVConfig) -> None:

@@ -26,7 +26,7 @@ from dprl.envs import ChainMDP, stack_trajectories
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import tabular_features
 from dprl.policy_evaluation import exact_td_statistics, mspbe
-from dprl.xie2019 import gpope
+from dprl.xie2019 import Prepared, gpope, prepare
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,10 +65,13 @@ def _setup(config: ChainConfig, rngs: Sequence[np.random.Generator]):
 
 
 def _gpope_mspbe(config: ChainConfig, mdp: ChainMDP, features: np.ndarray, exact, data,
-                 step: float, rngs: Sequence[np.random.Generator]) -> np.ndarray:
+                 step: float, rngs: Sequence[np.random.Generator],
+                 prepared: Prepared) -> np.ndarray:
+    """MSPBE of GPOPE at ``step`` on ``data`` (``prepared``: :func:`prepare` of it, shared by
+    every step on the same data)."""
     n_iterations = max(1, round(config.epochs * data.batch_shape[-1]))
     theta, _ = gpope(data, features, mdp.gamma, step, n_iterations, config.clip,
-                     config.eps, config.delta, rngs)
+                     config.eps, config.delta, rngs, prepared=prepared)
     return mspbe(theta, *exact)
 
 
@@ -78,9 +81,11 @@ def tuning_trials(config: ChainConfig,
     mdp, features, exact, sample = _setup(config, rngs)
     out = np.empty((len(rngs), len(config.batch_sizes), len(config.step_grid)))
     for i, m in enumerate(config.batch_sizes):
+        data = sample.first(m)
+        prepared = prepare(data, features, mdp.gamma)
         for j, step in enumerate(config.step_grid):
-            out[:, i, j] = _gpope_mspbe(config, mdp, features, exact, sample.first(m), step,
-                                        rngs)
+            out[:, i, j] = _gpope_mspbe(config, mdp, features, exact, data, step, rngs,
+                                        prepared)
     return {"mspbe": out}
 
 
@@ -99,9 +104,11 @@ def chain_trials(config: ChainConfig,
            "step_sweep": np.empty((n, len(config.step_grid)))}
     for i, m in enumerate(config.batch_sizes):
         data = sample.first(m)
+        prepared = prepare(data, features, mdp.gamma)
         for k, factor in enumerate(config.step_multipliers):
             out["gpope"][:, i, k] = _gpope_mspbe(config, mdp, features, exact, data,
-                                                 factor * config.tuned_steps[i], rngs)
+                                                 factor * config.tuned_steps[i], rngs,
+                                                 prepared)
         summary = first_visit_data(data, mdp.gamma, mdp.n_states, 1.0).summary
         out["dp_lsw"][:, i] = mspbe(dp_lsw(summary, features, rho, config.eps, config.delta,
                                            rngs), *exact)
@@ -109,8 +116,10 @@ def chain_trials(config: ChainConfig,
         out["dp_lsl"][:, i] = mspbe(dp_lsl(summary, features, rho, lam, config.eps,
                                            config.delta, rngs), *exact)
     data = sample.first(config.m_fixed)
+    prepared = prepare(data, features, mdp.gamma)
     for j, step in enumerate(config.step_grid):
-        out["step_sweep"][:, j] = _gpope_mspbe(config, mdp, features, exact, data, step, rngs)
+        out["step_sweep"][:, j] = _gpope_mspbe(config, mdp, features, exact, data, step, rngs,
+                                               prepared)
     return out
 
 

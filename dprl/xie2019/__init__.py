@@ -14,15 +14,22 @@
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
                                 primal_dual_descent)
-from dprl.xie2019.privacy import (RELATION_PARAMETERS, dp_accounting_epsilon,
+from dprl.xie2019.privacy import (CALIBRATIONS, RELATION_PARAMETERS, Calibrations,
+                                  calibrated_sigma, calibrations,
+                                  dp_accounting_epsilon,
                                   dp_accounting_sigma, exact_log_moment, gpope_delta,
                                   gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
                                   lemma1_sigma, paper_pair_epsilon, relation_signs,
-                                  theorem1_constant, theorem1_premise)
+                                  theorem1_constant, theorem1_premise, tightest_epsilon,
+                                  tightest_sigma)
 
 __all__ = [
+    "CALIBRATIONS",
+    "Calibrations",
     "Prepared",
     "RELATION_PARAMETERS",
+    "calibrated_sigma",
+    "calibrations",
     "dp_accounting_epsilon",
     "dp_accounting_sigma",
     "episode_statistics",
@@ -43,5 +50,7 @@ __all__ = [
     "relation_signs",
     "theorem1_constant",
     "theorem1_premise",
+    "tightest_epsilon",
+    "tightest_sigma",
     "wis_lstd",
 ]

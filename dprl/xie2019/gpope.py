@@ -28,7 +28,7 @@ import numpy as np
 from dprl.envs import Trajectories
 from dprl.validation import (initial_vectors, require_array, require_int,
                              require_nonnegative, require_positive, require_probability)
-from dprl.xie2019.privacy import gpope_sigma
+from dprl.xie2019.privacy import calibrated_sigma
 
 _CHUNK = 512  # iterations whose random draws are made at once, per data set
 #: per data set, the most entries ``m n^2`` of the per-trajectory matrices ``A_i``, ``C_i``
@@ -272,16 +272,19 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
 def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
           clip: float, eps: float, delta: float, rngs: Sequence[np.random.Generator], *,
           ratios=None, theta0=None, w0=None, sensitivity: float = 2.0,
-          prepared: Prepared | None = None) -> tuple[np.ndarray, np.ndarray]:
+          prepared: Prepared | None = None, calibration: str = "book"
+          ) -> tuple[np.ndarray, np.ndarray]:
     """GPOPE (Xie et al. 2019, Algorithm 1): ``(eps, delta)``-DP for data sets of ``m``
     trajectories differing in one (replace-one), with ``sigma`` calibrated by
     :func:`~dprl.xie2019.privacy.gpope_sigma` from ``(eps, delta, N, m)`` (the full WBK
     bound, clipped gradients of neighbours differing by ``sensitivity * h``). Returns the
     released ``(theta, w)``, each ``(*datasets, n)``. ``prepared``: :func:`prepare` of the
-    same data, to share the preprocessing between runs."""
+    same data, to share the preprocessing between runs. ``calibration``: ``"book"`` (the
+    above), ``"tightest"`` or ``"paper"`` (:func:`~dprl.xie2019.privacy.calibrated_sigma`)."""
     m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else 0
-    sigma = gpope_sigma(eps, delta, require_int("n_iterations", n_iterations),
-                        require_int("m", m), sensitivity)
+    sigma = calibrated_sigma(calibration, eps, delta,
+                             require_int("n_iterations", n_iterations), require_int("m", m),
+                             sensitivity)
     return primal_dual_descent(trajectories, features, gamma, step_size, n_iterations, rngs,
                                clip=clip, noise_scale=sigma, ratios=ratios, theta0=theta0,
                                w0=w0, prepared=prepared)
@@ -289,13 +292,15 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
 
 def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip: float,
                eps, delta: float, rngs: Sequence[np.random.Generator], *,
-               sensitivity: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+               sensitivity: float = 2.0, calibration: str = "book"
+               ) -> tuple[np.ndarray, np.ndarray]:
     """``R`` independent runs of GPOPE (Xie et al. 2019, Algorithm 1) on prepared data, in
     one loop: run ``r`` works on data set ``datasets[r]`` with the constant step
     ``step_sizes[r]``, ``N`` iterations, clipping bound ``clip`` and the noise of
     :func:`~dprl.xie2019.privacy.gpope_sigma` for ``(eps[r], delta, N, m)``, drawing from
     ``rngs[r]`` alone (so a run's bits do not depend on the other runs). ``eps[r] = inf`` is
-    GTD2 (Eq. 2.3): neither clipped nor noised. Returns ``(theta, w)``, each ``(R, n)``."""
+    GTD2 (Eq. 2.3): neither clipped nor noised. ``calibration``: as in :func:`gpope`.
+    Returns ``(theta, w)``, each ``(R, n)``."""
     if not isinstance(prepared, Prepared):
         raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
     datasets = require_array("datasets", datasets, ndim=1)
@@ -312,8 +317,9 @@ def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip
         raise ValueError(f"eps must be > 0 (inf for GTD2 without privacy), got {levels}")
     n_iterations, h = require_int("n_iterations", n_iterations), require_positive("clip", clip)
     m = prepared.m
-    sigmas = np.array([0.0 if np.isinf(e) else gpope_sigma(float(e), delta, n_iterations, m,
-                                                           sensitivity) for e in levels])
+    sigmas = np.array([0.0 if np.isinf(e) else
+                       calibrated_sigma(calibration, float(e), delta, n_iterations, m,
+                                        sensitivity) for e in levels])
     clips = np.where(np.isinf(levels), np.inf, h)
     n = prepared.n_features
     xi = _descend(prepared, datasets.astype(np.int64), np.ones(n_iterations), steps, clips,

@@ -15,10 +15,18 @@ record without replacement), clips its primal-dual gradient to L2 norm ``h`` and
   replace-one relation, under which two clipped gradients differ by up to ``2h``:
   ``sensitivity=2`` (the default) is the consistent pairing, ``sensitivity=1`` the paper's.
   The noise multiplier of the accountant is ``sigma / sensitivity``.
+- **The tightest** (:func:`tightest_epsilon`, :func:`tightest_sigma`): WBK's Gaussian-specific
+  strengthening of Thm. 9 (their Thm. 27), which dp-accounting 0.6.0's RDP accountant
+  computes for ``SampledWithoutReplacementDpEvent`` under replace-one, on the same orders
+  (computed vectorised: :func:`dp_accounting_epsilon` is the slow independent check).
+  dp-accounting's PLD accountant does not take this event (0.6.0 accepts Poisson sampling
+  only), so RDP is the tightest sound accountant the project depends on.
+  :func:`calibrations` puts the paper's, the book's and the tightest sigma side by side.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -28,6 +36,7 @@ from dp_accounting import rdp as dpa_rdp
 
 from dprl.accounting import (poisson_subsampled_gaussian_rdp, rdp_to_delta, rdp_to_dp,
                              sampled_without_replacement_gaussian_rdp,
+                             sampled_without_replacement_gaussian_rdp_tight,
                              self_compose_rdp, smallest_sufficient_scale)
 from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive)
@@ -93,7 +102,7 @@ def lemma1_delta(eps: float, n_iterations: int, m: int, sigma: float) -> float:
     candidates = np.array([math.floor(centre), math.ceil(centre)], dtype=float)
     candidates = np.maximum(candidates, 1.0)
     exponents = a * candidates * (candidates + 1) - candidates * eps
-    return float(min(math.exp(exponents.min()), 1.0))
+    return math.exp(min(float(exponents.min()), 0.0))  # capped at 1 (no overflow)
 
 
 def lemma1_sigma(eps: float, delta: float, n_iterations: int, m: int,
@@ -115,9 +124,10 @@ def theorem1_constant(sigma: float, eps: float, delta: float, n_iterations: int,
     return sigma * m * eps / math.sqrt(n * math.log(1 / delta))
 
 
-def _gpope_rdp(sigma: float, n_iterations: int, m: int, sensitivity: float) -> np.ndarray:
+def _gpope_rdp(sigma: float, n_iterations: int, m: int, sensitivity: float,
+               bound=sampled_without_replacement_gaussian_rdp) -> np.ndarray:
     multiplier = require_positive("sigma", sigma) / require_positive("sensitivity", sensitivity)
-    per_step = sampled_without_replacement_gaussian_rdp(GPOPE_ORDERS, multiplier, 1, m)
+    per_step = bound(GPOPE_ORDERS, multiplier, 1, m)
     return self_compose_rdp(per_step, require_int("n_iterations", n_iterations))
 
 
@@ -149,6 +159,77 @@ def gpope_sigma(eps: float, delta: float, n_iterations: int, m: int,
     return smallest_sufficient_scale(
         lambda s: gpope_epsilon(s, delta, n_iterations, m, sensitivity, method), eps,
         rtol=rtol)
+
+
+def tightest_epsilon(sigma: float, delta: float, n_iterations: int, m: int,
+                     sensitivity: float = 2.0) -> float:
+    """``eps`` at ``delta`` of ``N`` GPOPE iterations (Algorithm 1) under the tightest sound
+    accountant: WBK (2019) Thm. 27 per iteration
+    (:func:`~dprl.accounting.sampled_without_replacement_gaussian_rdp_tight`, one record of
+    ``m`` sampled without replacement, replace-one, noise multiplier ``sigma /
+    sensitivity``) at :data:`GPOPE_ORDERS`, composed and converted as dp-accounting converts
+    (Balle et al. 2020, Thm. 21). Never above :func:`gpope_epsilon`."""
+    rdp = _gpope_rdp(sigma, n_iterations, m, sensitivity,
+                     sampled_without_replacement_gaussian_rdp_tight)
+    return rdp_to_dp(GPOPE_ORDERS, rdp, delta, "improved")[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def tightest_sigma(eps: float, delta: float, n_iterations: int, m: int,
+                   sensitivity: float = 2.0, rtol: float = 1e-9) -> float:
+    """The smallest ``sigma`` with :func:`tightest_epsilon` ``<= eps``: GPOPE's noise
+    (Algorithm 1) for ``(eps, delta)``-DP under the tightest sound accountant; never above
+    :func:`gpope_sigma` (cached)."""
+    eps = require_epsilon(eps)
+    return smallest_sufficient_scale(
+        lambda s: tightest_epsilon(s, delta, n_iterations, m, sensitivity), eps, rtol=rtol)
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibrations:
+    """GPOPE's noise ``sigma`` (in units of ``h``) for one ``(eps, delta, N, m)`` under each
+    accounting, and what the paper's buys (see :func:`calibrations`)."""
+
+    #: Lemma 1 and Theorem 4 as printed (sensitivity ``h``): what the authors ran
+    paper: float
+    #: the book's full WBK Thm. 9 bound, replace-one (sensitivity ``2h``); NaN where it
+    #: certifies ``eps`` at no sigma
+    book: float
+    #: the tightest sound accountant (WBK Thm. 27, replace-one, sensitivity ``2h``)
+    tightest: float
+    #: the eps that the paper's sigma certifies under replace-one by the tightest accountant
+    paper_epsilon: float
+
+
+def calibrations(eps: float, delta: float, n_iterations: int, m: int) -> Calibrations:
+    """:class:`Calibrations` of GPOPE (Xie et al. 2019, Algorithm 1) at ``(eps, delta, N,
+    m)``: :func:`lemma1_sigma`, :func:`gpope_sigma`, :func:`tightest_sigma` and
+    :func:`tightest_epsilon` of the paper's sigma (all sensitivity ``2h`` but the paper's)."""
+    paper = lemma1_sigma(eps, delta, n_iterations, m)
+    try:
+        book = gpope_sigma(eps, delta, n_iterations, m)
+    except ValueError:  # unattainable: Thm. 9's bound exceeds eps at every sigma
+        book = math.nan
+    return Calibrations(paper, book, tightest_sigma(eps, delta, n_iterations, m),
+                        tightest_epsilon(paper, delta, n_iterations, m))
+
+
+#: GPOPE's calibrations by name (:func:`calibrated_sigma`).
+CALIBRATIONS = ("paper", "book", "tightest")
+
+
+def calibrated_sigma(calibration: str, eps: float, delta: float, n_iterations: int, m: int,
+                     sensitivity: float = 2.0) -> float:
+    """GPOPE's ``sigma`` (Algorithm 1) for ``(eps, delta, N, m)`` by the named calibration:
+    ``"paper"`` :func:`lemma1_sigma` (Lemma 1, sensitivity ``h``: ``sensitivity`` unused),
+    ``"book"`` :func:`gpope_sigma`, ``"tightest"`` :func:`tightest_sigma`."""
+    if calibration == "paper":
+        return lemma1_sigma(eps, delta, n_iterations, m)
+    if calibration == "book":
+        return gpope_sigma(eps, delta, n_iterations, m, sensitivity)
+    if calibration == "tightest":
+        return tightest_sigma(eps, delta, n_iterations, m, sensitivity)
+    raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
 
 
 #: dp-accounting's RDP orders for GPOPE's sampled-without-replacement Gaussian.
