@@ -48,8 +48,8 @@ class Look:
 #: line style (:func:`style` with ``variant``).
 STYLES: dict[str, Look] = {
     "non-private": Look(BLACK, "^", "-."), "exact": Look(BLACK, "", "-"),
-    "LSW": Look(BLUE, "o", "--"), "DP-LSW": Look(BLUE, "o"),
-    "LSL": Look(ORANGE, "s", "--"), "DP-LSL": Look(ORANGE, "s"),
+    "LSW": Look(BLUE, "^", ":"), "DP-LSW": Look(BLUE, "o"),
+    "LSL": Look(ORANGE, "^", ":"), "DP-LSL": Look(ORANGE, "s"),
     "LSTD": Look(GREEN, "^"), "WIS-LSTD": Look(GREEN, "v"), "GPOPE": Look(VERMILLION, "D"),
     "GTD2": Look(PURPLE, "v"), "TD(0)": Look(SKY, "<"), "Monte Carlo": Look(GREY, ">"),
     "theta = 0": Look(GREY, "", ":"),
