@@ -48,7 +48,8 @@ half of the trials choose the test, the second half evaluate it).
   ``audit-wang2019-proof-updates`` / ``-statement-updates``: the same with T/B = J = 4873,
   every SGD update of the DQN-style run (book/wang2019/experiments), each with a fresh path as
   the proof assumes (that run draws 100 paths for its 4873 updates, a reuse outside the proof;
-  not audited here).
+  not audited here). ``audit-wang2019-proof-one-update`` / ``-statement-one-update``: one
+  update (T/B = J = 1), the functional mechanism of Prop. 4 / Lemma 6 alone.
 - Sharma et al. (2025): :mod:`dprl.experiments.audits_sharma2025`.
 """
 
@@ -390,11 +391,12 @@ BALLE2016_LSL = _balle_audit("DP-LSL", 1706)
 
 def _wang_audit(variant: str, n_updates: int, root_seed: int, edge_high: float) -> Experiment:
     """Algorithm 1 of Wang & Hegde (2019) under one reading of Theorem 5 (module docstring),
-    with ``n_updates`` = T/B: 39 (Algorithm 1 read literally) or 4873 (every SGD update of the
-    DQN-style run of the experiments chapter)."""
+    with ``n_updates`` = T/B: 1 (one functional-noise update, Prop. 4 / Lemma 6), 39
+    (Algorithm 1 read literally) or 4873 (every SGD update of the DQN-style run of the
+    experiments chapter)."""
     settings = dict(variant=variant, n_updates=n_updates, eps=0.9, delta=5e-5, edge_low=-6.0,
                     edge_high=edge_high, n_edges=3001)
-    suffix = "" if n_updates == 39 else "-updates"
+    suffix = {1: "-one-update", 39: "", 4873: "-updates"}[n_updates]
     return _register(
         f"audit-wang2019-{variant}{suffix}",
         f"White-box audit of Wang 2019's Algorithm 1, Theorem 5 read as the {variant} "
@@ -409,3 +411,5 @@ WANG2019_PROOF = _wang_audit("proof", 39, 1707, 7.5)
 WANG2019_STATEMENT = _wang_audit("statement", 39, 1708, 27.0)
 WANG2019_PROOF_UPDATES = _wang_audit("proof", 4873, 1709, 7.5)
 WANG2019_STATEMENT_UPDATES = _wang_audit("statement", 4873, 1710, 7.5)
+WANG2019_PROOF_ONE = _wang_audit("proof", 1, 1711, 7.5)
+WANG2019_STATEMENT_ONE = _wang_audit("statement", 1, 1712, 12.0)
