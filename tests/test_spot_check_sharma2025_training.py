@@ -1,5 +1,6 @@
-"""Committed results of the sharma2025_training family are current, and drawn ones recompute exactly (one
-random trial; see spot_check).
+"""Committed training runs and learning curves of Sharma et al. (2025) (the
+sharma2025_training family) are current, and drawn ones recompute exactly (one random trial;
+see spot_check).
 
 Each run needs the environment's whole data set (:mod:`dprl.sharma2025.training_data`):
 seconds to record for CartPole and Acrobot, about 7 minutes each for LunarLander and HIV on
