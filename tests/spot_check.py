@@ -45,7 +45,7 @@ def family_results(family: str) -> list:
 
 #: seconds of recomputation one family may spend in one test session, estimated from the
 #: per-trial time each sidecar records (a run on a loaded machine overstates it)
-BUDGET_S = 60.0
+BUDGET_S = 30.0
 #: families whose runs need the environment's training data (:func:`has_data_cache`)
 NEEDS_DATA = ("sharma2025_training",)
 
