@@ -133,9 +133,12 @@ def test_gradient_norms_match_the_gradients():
                                                                       MDP.gamma), axis=-1))
 
 
-def test_matrix_and_transition_gradients_agree(monkeypatch):
-    """The per-trajectory matrices (used when m n^2 fits the budget) and the sum over the
-    picked trajectory's transitions give the same B_i (Eq. 4.1), up to rounding."""
+@pytest.mark.parametrize("permuted", [False, True])
+def test_tabular_matrix_and_transition_gradients_agree(monkeypatch, permuted):
+    """The three ways of computing B_i (Eq. 4.1) agree up to rounding: the tabular entries
+    (one-hot features), the dense per-trajectory matrices (when m n^2 fits the budget) and
+    the sum over the picked trajectory's transitions. Permuted one-hot features put the
+    transitions on many bands of A_i, below the diagonal too."""
     import importlib
 
     from dprl.envs import OffPolicyChain
@@ -143,19 +146,34 @@ def test_matrix_and_transition_gradients_agree(monkeypatch):
     gpope_module = importlib.import_module("dprl.xie2019.gpope")  # the module, not the function
 
     data, ratios = OffPolicyChain().sample((3, 50), np.random.default_rng(11))
-    features = tabular_features(40)
-    by_matrices = gpope_module.prepare(data, features, 0.99, ratios).gradient
+    order = np.random.default_rng(5).permutation(40) if permuted else np.arange(40)
+    features = tabular_features(40)[order]
+    tabular = gpope_module.prepare(data, features, 0.99, ratios)
+    assert tabular.tabular is not None and tabular.matrices is None
+    assert (tabular.tabular.offsets.size > 2) == permuted
+    monkeypatch.setattr(gpope_module, "_one_hot_columns", lambda table: None)
+    dense = gpope_module.prepare(data, features, 0.99, ratios)
+    assert dense.tabular is None and dense.matrices is not None
     monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
     fallback = gpope_module.prepare(data, features, 0.99, ratios)
-    assert fallback.matrices is None
-    by_transitions = fallback.gradient
+    assert fallback.matrices is None and fallback.tabular is None
     rng = np.random.default_rng(12)
     for _ in range(20):
         datasets, picked = rng.integers(3, size=5), rng.integers(50, size=5)
         theta, w = rng.standard_normal((5, 40)), rng.standard_normal((5, 40))
-        np.testing.assert_allclose(by_matrices(datasets, picked, theta, w),
-                                   by_transitions(datasets, picked, theta, w), rtol=1e-12,
-                                   atol=1e-14)
+        expected = fallback.gradient(datasets, picked, theta, w)
+        for way in (tabular, dense):
+            np.testing.assert_allclose(way.gradient(datasets, picked, theta, w), expected,
+                                       rtol=1e-12, atol=1e-14)
+
+
+def test_features_that_are_not_one_hot_are_not_tabular():
+    from dprl.xie2019.gpope import _one_hot_columns
+
+    assert np.array_equal(_one_hot_columns(np.eye(3)[[2, 0, 1, 1]]), [2, 0, 1, 1])
+    assert _one_hot_columns(2 * np.eye(3)) is None
+    assert _one_hot_columns(np.array([[1.0, 1.0], [0.0, 1.0]])) is None
+    assert _one_hot_columns(np.array([[1.0, 0.0], [0.0, 0.0]])) is None
 
 
 def test_prepared_data_gives_the_same_run_and_is_checked():

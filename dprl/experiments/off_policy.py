@@ -18,6 +18,7 @@ import numpy as np
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, gpope_runs
+from dprl.xie2019.privacy import CALIBRATIONS
 
 
 class RunSettings(Protocol):
@@ -40,22 +41,40 @@ def step_key(step: float) -> int:
     return round(exponent) + 100
 
 
+#: A run: ``(step, eps)`` (the book's calibration, ``"book"``) or ``(step, eps, calibration)``
+#: with ``calibration`` one of :data:`~dprl.xie2019.privacy.CALIBRATIONS`.
+Run = tuple
+
+
+def _calibration(run: Run) -> str:
+    return run[2] if len(run) == 3 else "book"
+
+
+def _stream_key(config: RunSettings, run: Run) -> tuple[int, ...]:
+    """The last names of a run's stream: (level index, step key[, calibration index])."""
+    key = (config.levels.index(run[1]), step_key(run[0]))
+    return (*key, CALIBRATIONS.index(run[2])) if len(run) == 3 else key
+
+
 def run_thetas(config: RunSettings, prepared: Prepared, rngs: Sequence[np.random.Generator],
-               prefix: tuple[int, ...], runs: Sequence[tuple[float, float]]) -> np.ndarray:
+               prefix: tuple[int, ...], runs: Sequence[Run]) -> np.ndarray:
     """GPOPE's released ``theta`` (Xie et al. 2019, Algorithm 1; GTD2 at ``eps = inf``)
-    ``(trials, len(runs), n)`` for each ``(step, eps)`` of ``runs`` on each trial's data set
-    of ``prepared``, ``N = epochs * m`` iterations. Run ``(step, eps)`` of trial ``g`` draws
-    from ``named_stream(g, *prefix, level index, step_key(step))``, so the same run gives the
-    same bits wherever it is computed. A run that diverges (GTD2 at too large a step) gives
-    non-finite entries."""
-    m = prepared.m
-    keys = [(config.levels.index(eps), step_key(step)) for step, eps in runs]
+    ``(trials, len(runs), n)`` for each run ``(step, eps[, calibration])`` of ``runs`` on each
+    trial's data set of ``prepared``, ``N = epochs * m`` iterations, all in one loop. Run
+    ``(step, eps, calibration)`` of trial ``g`` draws from ``named_stream(g, *prefix, level
+    index, step_key(step), calibration index)`` (a two-entry run: without the last name), so
+    the same run gives the same bits wherever it is computed. A run that diverges (GTD2 at
+    too large a step) gives non-finite entries."""
+    if any(len(run) not in (2, 3) for run in runs):
+        raise ValueError(f"runs must be (step, eps) or (step, eps, calibration), got {runs}")
+    keys = [_stream_key(config, run) for run in runs]
     streams = [named_stream(rng, *prefix, *key) for rng in rngs for key in keys]
     with np.errstate(over="ignore", invalid="ignore"):
         theta, _ = gpope_runs(prepared, np.repeat(np.arange(len(rngs)), len(runs)),
-                              [step for _ in rngs for step, _ in runs],
-                              max(1, round(config.epochs * m)), config.clip,
-                              [eps for _ in rngs for _, eps in runs], config.delta, streams)
+                              [run[0] for _ in rngs for run in runs],
+                              max(1, round(config.epochs * prepared.m)), config.clip,
+                              [run[1] for _ in rngs for run in runs], config.delta, streams,
+                              calibration=[_calibration(run) for _ in rngs for run in runs])
     return theta.reshape(len(rngs), len(runs), -1)
 
 
@@ -72,20 +91,21 @@ def scored(theta: np.ndarray, exact: tuple[np.ndarray, np.ndarray, np.ndarray]) 
 
 
 def runs_mspbe(config: RunSettings, prepared: Prepared, exact, rngs, prefix: tuple[int, ...],
-               runs: Sequence[tuple[float, float]]) -> np.ndarray:
+               runs: Sequence[Run]) -> np.ndarray:
     """MSPBE ``(trials, len(runs))`` of the runs of :func:`run_thetas`."""
     return scored(run_thetas(config, prepared, rngs, prefix, runs), exact)
 
 
 class RunTable:
-    """Distinct ``(step, eps)`` runs at one batch size, each computed once."""
+    """Distinct runs ``(step, eps[, calibration])`` at one batch size, each computed once."""
 
     def __init__(self) -> None:
-        self.runs: dict[tuple[float, float], int] = {}
+        self.runs: dict[Run, int] = {}
 
-    def add(self, step: float, eps: float) -> int:
-        """The column of run ``(step, eps)`` (added if new)."""
-        return self.runs.setdefault((step, eps), len(self.runs))
+    def add(self, step: float, eps: float, calibration: str | None = None) -> int:
+        """The column of run ``(step, eps[, calibration])`` (added if new)."""
+        run = (step, eps) if calibration is None else (step, eps, calibration)
+        return self.runs.setdefault(run, len(self.runs))
 
     def compute(self, config: RunSettings, prepared: Prepared, exact, rngs,
                 prefix: tuple[int, ...]) -> np.ndarray:
@@ -93,18 +113,25 @@ class RunTable:
         return runs_mspbe(config, prepared, exact, rngs, prefix, list(self.runs))
 
 
-def tuned_steps(values: np.ndarray, step_grid: Sequence[float]) -> tuple[tuple[float, ...], ...]:
-    """The step of the grid with the least mean MSPBE over the public trials, for every batch
-    size and level: ``values`` is ``(trials, sizes, levels, steps)``; returns ``sizes`` rows of
-    ``levels`` steps. Diverged runs (``inf``) are never chosen unless every step diverged."""
+def tuned_steps(values: np.ndarray, step_grid: Sequence[float]) -> tuple:
+    """The step of the grid with the least mean MSPBE over the public trials, for every
+    setting: ``values`` is ``(trials, *settings, steps)`` (e.g. ``settings = (sizes,
+    levels)``); returns nested tuples of shape ``settings``. Diverged runs (``inf``) are never
+    chosen unless every step diverged."""
     grid = np.asarray(step_grid, dtype=float)
     values = np.asarray(values, dtype=float)
-    if values.ndim != 4 or values.shape[-1] != grid.size:
-        raise ValueError(f"values must be (trials, sizes, levels, {grid.size} steps), got "
+    if values.ndim < 3 or values.shape[-1] != grid.size:
+        raise ValueError(f"values must be (trials, *settings, {grid.size} steps), got "
                          f"{values.shape}")
-    best = grid[values.mean(axis=0).argmin(axis=-1)]
-    return tuple(tuple(float(s) for s in row) for row in best)
+    return _nested(grid[values.mean(axis=0).argmin(axis=-1)])
 
 
-__all__ = ["RunSettings", "RunTable", "run_thetas", "runs_mspbe", "scored", "step_key",
+def _nested(array: np.ndarray) -> tuple:
+    """An array as nested tuples of floats."""
+    if array.ndim == 1:
+        return tuple(float(v) for v in array)
+    return tuple(_nested(row) for row in array)
+
+
+__all__ = ["Run", "RunSettings", "RunTable", "run_thetas", "runs_mspbe", "scored", "step_key",
            "tuned_steps"]

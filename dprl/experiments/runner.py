@@ -105,8 +105,8 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
         except KeyboardInterrupt:
             saved = sum(stop - start for start, stop in _saved_batches(partial))
             raise Interrupted(experiment_id, saved, config.n_trials) from None
-    arrays, wall_time = _gather(partial, batches)
-    record = provenance(experiment, scale, config, arrays, wall_time)
+    arrays, wall_time, cpu_time = _gather(partial, batches)
+    record = provenance(experiment, scale, config, arrays, wall_time, cpu_time)
     _write_result(arrays_path, sidecar_path, arrays, record)
     shutil.rmtree(partial)
     return Result(arrays, record)
@@ -267,9 +267,10 @@ def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partia
     """Compute trials ``start .. stop - 1`` and save them as one batch; returns their number
     (a top-level function, so that worker processes can run it)."""
     experiment = get(experiment_id)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
-    _save_batch(partial, start, stop, arrays, time.perf_counter() - started)
+    _save_batch(partial, start, stop, arrays, time.perf_counter() - started,
+                time.process_time() - cpu_started)
     return stop - start
 
 
@@ -279,23 +280,33 @@ def _compute_batch_star(args: tuple) -> int:
 
 
 def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
-                seconds: float) -> None:
-    """Write one batch atomically (a crash leaves no half-written batch behind)."""
+                seconds: float, cpu_seconds: float) -> None:
+    """Write one batch atomically (a crash leaves no half-written batch behind), with its
+    elapsed and its CPU seconds."""
     final = partial / f"batch-{start:06d}-{stop:06d}.npz"
     temporary = partial / f"tmp-{start:06d}-{stop:06d}.npz"
-    np.savez(temporary, __seconds__=np.float64(seconds), **arrays)
+    np.savez(temporary, __seconds__=np.float64(seconds),
+             __cpu_seconds__=np.float64(cpu_seconds), **arrays)
     os.replace(temporary, final)
 
 
-def _gather(partial: Path, batches: list[tuple[int, int]]) -> tuple[dict[str, np.ndarray], float]:
-    """Concatenate the saved batches in trial order; also return the summed compute time."""
-    parts, seconds = [], 0.0
+_TIMES = ("__seconds__", "__cpu_seconds__")
+
+
+def _gather(partial: Path, batches: list[tuple[int, int]]
+            ) -> tuple[dict[str, np.ndarray], float, float]:
+    """Concatenate the saved batches in trial order; also return the summed elapsed and CPU
+    seconds of their computation (CPU NaN if a batch predates its recording)."""
+    parts, seconds, cpu_seconds = [], 0.0, 0.0
     for start, stop in batches:
         with np.load(partial / f"batch-{start:06d}-{stop:06d}.npz") as stored:
             seconds += float(stored["__seconds__"])
-            parts.append({name: stored[name] for name in stored.files if name != "__seconds__"})
+            cpu_seconds += (float(stored["__cpu_seconds__"])
+                            if "__cpu_seconds__" in stored.files else float("nan"))
+            parts.append({name: stored[name] for name in stored.files if name not in _TIMES})
     names = parts[0].keys()
-    return {name: np.concatenate([part[name] for part in parts]) for name in names}, seconds
+    arrays = {name: np.concatenate([part[name] for part in parts]) for name in names}
+    return arrays, seconds, cpu_seconds
 
 
 def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.ndarray],

@@ -133,17 +133,83 @@ def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], datase
     return np.concatenate([-np.einsum("dji,dj->di", A, w), dual], axis=-1)
 
 
+def _one_hot_columns(table: np.ndarray) -> np.ndarray | None:
+    """The column of every row's single 1 when each row of the feature table is a unit
+    vector (tabular features), else None."""
+    columns = table.argmax(axis=1)
+    return columns if np.array_equal(table, np.eye(table.shape[1])[columns]) else None
+
+
+class _Tabular:
+    """``A_i, b_i, C_i`` (Eq. 2.2) of every trajectory under one-hot (tabular) features,
+    stored by their non-zero entries: with ``phi(s) = e_s``,
+
+        A_i = diag(a_i) - gamma sum_k diag_k(p_ik),   C_i = diag(c_i),
+
+    where ``a_i[s] = (1/tau_i) sum_t rho_t [s_t = s]``, ``c_i[s] = (1/tau_i) sum_t [s_t = s]``,
+    ``b_i[s] = (1/tau_i) sum_t rho_t r_t [s_t = s]`` and ``p_ik[s] = (1/tau_i) sum_t rho_t
+    [s_t = s, s_{t+1} = s + k]`` over non-terminating transitions, for every offset ``k`` seen
+    in the data (the chain has ``k = 0, 1``). ``(3 + K) n`` numbers per trajectory instead
+    of ``2 n^2 + n``; each is summed over its own trajectory's steps in time order, so it does
+    not depend on the other trajectories."""
+
+    def __init__(self, episodes: _Episodes, columns: np.ndarray, gamma: float) -> None:
+        D, m, _ = episodes.sources.shape
+        n = episodes.n_features
+        column = np.append(columns, n)  # the zero row (padding, terminal successor): none
+        sources, nexts = column[episodes.sources], column[episodes.nexts]
+        per_step = episodes.inverse_lengths
+        weight = per_step * episodes.ratios
+        live = (sources < n) & (nexts < n)
+        self.offsets = np.unique((nexts - sources)[live])
+        first = np.arange(D * m).reshape(D, m, 1) * (n + 1)
+
+        def per_state(states: np.ndarray, values: np.ndarray) -> np.ndarray:
+            sums = np.bincount((first + states).ravel(), values.ravel(), D * m * (n + 1))
+            return sums.reshape(D, m, n + 1)[..., :n]
+
+        self.a, self.c = per_state(sources, weight), per_state(sources, per_step)
+        self.b = per_state(sources, weight * episodes.rewards)
+        self.bands = np.stack([per_state(np.where(live & (nexts - sources == k), sources, n),
+                                         weight) for k in self.offsets], axis=2)
+        self.gamma = gamma
+        self.pad = int(np.abs(self.offsets).max(initial=0))
+        states = np.arange(n)
+        self.ahead = states + self.offsets[:, None] + self.pad   # (K, n): s + k
+        self.behind = states - self.offsets[:, None] + self.pad  # (K, n): s - k
+        self.bands_index = np.arange(self.offsets.size)[:, None]
+
+    def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
+                 w: np.ndarray) -> np.ndarray:
+        """``B_i = [-A_i^T w; A_i theta + C_i w - b_i]`` (Eq. 4.1) of trajectory
+        ``picked[k]`` of data set ``datasets[k]``: ``(A theta)[s] = a[s] theta[s] - gamma
+        sum_k p_k[s] theta[s + k]``, ``(A^T w)[s] = a[s] w[s] - gamma sum_k p_k[s - k]
+        w[s - k]``."""
+        a, c, b = (M[datasets, picked] for M in (self.a, self.c, self.b))
+        bands = self.bands[datasets, picked]  # (R, K, n)
+        widths = ((0, 0), (self.pad, self.pad))
+        ahead = np.pad(theta, widths)[:, self.ahead]  # (R, K, n): theta[s + k], 0 outside
+        a_theta = a * theta - self.gamma * (bands * ahead).sum(axis=1)
+        weighted = np.pad(bands * w[:, None, :], ((0, 0), (0, 0), (self.pad, self.pad)))
+        a_t_w = a * w - self.gamma * weighted[:, self.bands_index, self.behind].sum(axis=1)
+        return np.concatenate([-a_t_w, a_theta + c * w - b], axis=-1)
+
+
 class Prepared:
     """Data made ready for :func:`primal_dual_descent` / :func:`gpope` once: the
-    per-trajectory ``A_i, b_i, C_i`` when they fit the memory budget (the transitions are then
-    let go), else the transitions, so that runs with several step sizes or privacy levels on
+    per-trajectory ``A_i, b_i, C_i`` by their non-zero entries under tabular features, else
+    densely when they fit the memory budget (the transitions are then let go), else the
+    transitions, so that runs with several step sizes or privacy levels on
     the same data do not redo it: pass it as ``prepared=``. Made by :func:`prepare`."""
 
     def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
         self.gamma = require_probability("gamma", gamma)
         episodes = _Episodes(trajectories, features, ratios)
-        self.matrices = _trajectory_matrices(episodes, self.gamma)
-        self.episodes = episodes if self.matrices is None else None
+        columns = _one_hot_columns(episodes.table[:-1])
+        self.tabular = None if columns is None else _Tabular(episodes, columns, self.gamma)
+        self.matrices = (_trajectory_matrices(episodes, self.gamma) if self.tabular is None
+                         else None)
+        self.episodes = episodes if self.matrices is None and self.tabular is None else None
         self.m, self.n_features, self.datasets = episodes.m, episodes.n_features, episodes.datasets
         self.n_datasets = episodes.sources.shape[0]
         self.off_policy = ratios is not None
@@ -151,8 +217,10 @@ class Prepared:
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
         """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set
-        ``datasets[k]`` at ``(theta[k], w[k])``: from the stored matrices (one ``(n, n)``
-        product per run), else from the transitions."""
+        ``datasets[k]`` at ``(theta[k], w[k])``: from the tabular entries, from the stored
+        matrices (one ``(n, n)`` product per run), else from the transitions."""
+        if self.tabular is not None:
+            return self.tabular.gradient(datasets, picked, theta, w)
         if self.matrices is None:
             return self.episodes.gradient(picked, theta, w, self.gamma, datasets)
         return _matrix_gradient(self.matrices, datasets, picked, theta, w)
@@ -292,15 +360,15 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
 
 def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip: float,
                eps, delta: float, rngs: Sequence[np.random.Generator], *,
-               sensitivity: float = 2.0, calibration: str = "book"
+               sensitivity: float = 2.0, calibration: str | Sequence[str] = "book"
                ) -> tuple[np.ndarray, np.ndarray]:
     """``R`` independent runs of GPOPE (Xie et al. 2019, Algorithm 1) on prepared data, in
     one loop: run ``r`` works on data set ``datasets[r]`` with the constant step
-    ``step_sizes[r]``, ``N`` iterations, clipping bound ``clip`` and the noise of
-    :func:`~dprl.xie2019.privacy.gpope_sigma` for ``(eps[r], delta, N, m)``, drawing from
-    ``rngs[r]`` alone (so a run's bits do not depend on the other runs). ``eps[r] = inf`` is
-    GTD2 (Eq. 2.3): neither clipped nor noised. ``calibration``: as in :func:`gpope`.
-    Returns ``(theta, w)``, each ``(R, n)``."""
+    ``step_sizes[r]``, ``N`` iterations, clipping bound ``clip`` and the noise calibrated for
+    ``(eps[r], delta, N, m)`` by ``calibration`` (as in :func:`gpope`; one name for every run,
+    or one per run), drawing from ``rngs[r]`` alone (so a run's bits do not depend on the
+    other runs). ``eps[r] = inf`` is GTD2 (Eq. 2.3): neither clipped nor noised. Returns
+    ``(theta, w)``, each ``(R, n)``."""
     if not isinstance(prepared, Prepared):
         raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
     datasets = require_array("datasets", datasets, ndim=1)
@@ -316,10 +384,12 @@ def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip
     if np.any(np.isnan(levels)) or levels.min() <= 0:
         raise ValueError(f"eps must be > 0 (inf for GTD2 without privacy), got {levels}")
     n_iterations, h = require_int("n_iterations", n_iterations), require_positive("clip", clip)
-    m = prepared.m
+    names = [calibration] * runs if isinstance(calibration, str) else list(calibration)
+    if len(names) != runs:
+        raise ValueError(f"calibration must be one name or {runs} names, got {len(names)}")
     sigmas = np.array([0.0 if np.isinf(e) else
-                       calibrated_sigma(calibration, float(e), delta, n_iterations, m,
-                                        sensitivity) for e in levels])
+                       calibrated_sigma(name, float(e), delta, n_iterations, prepared.m,
+                                        sensitivity) for e, name in zip(levels, names)])
     clips = np.where(np.isinf(levels), np.inf, h)
     n = prepared.n_features
     xi = _descend(prepared, datasets.astype(np.int64), np.ones(n_iterations), steps, clips,
