@@ -314,3 +314,39 @@ def test_a_starting_point_per_data_set_or_shared_is_accepted():
     moved = primal_dual_descent(data, PHI, MDP.gamma, 1e-12, 1, trial_generators(0, 2),
                                 theta0=start)[0]
     np.testing.assert_allclose(moved, start, atol=1e-9)
+
+
+@pytest.mark.parametrize("permuted", [False, True])
+def test_mean_statistics_are_lstds_statistics(monkeypatch, permuted):
+    """The means of the stored A_i, b_i, C_i (tabular entries or dense matrices) are
+    episode_statistics normalised by trajectories (Eq. 2.2), to rounding."""
+    import importlib
+
+    from dprl.envs import OffPolicyChain
+    from dprl.xie2019.baselines import episode_statistics
+
+    gpope_module = importlib.import_module("dprl.xie2019.gpope")
+    data, ratios = OffPolicyChain().sample((3, 40), np.random.default_rng(21))
+    order = np.random.default_rng(6).permutation(40) if permuted else np.arange(40)
+    features = tabular_features(40)[order]
+    expected = episode_statistics(data, features, 0.99, ratios, "trajectories")
+    tabular = gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
+    monkeypatch.setattr(gpope_module, "_one_hot_columns", lambda table: None)
+    dense = gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
+    for got in (tabular, dense):
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
+    with pytest.raises(ValueError, match="memory budget"):
+        gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
+
+
+def test_tabular_entries_of_a_data_set_do_not_depend_on_the_others():
+    from dprl.xie2019.gpope import prepare
+
+    data = ChainMDP(n_states=10).sample((3, 30), np.random.default_rng(23))
+    features = tabular_features(10)
+    alone = prepare(data.first(30).reshape(3, 30), features, 0.9).tabular
+    first = prepare(Trajectories(data.states[:1], data.rewards[:1], data.lengths[:1],
+                                 data.terminated[:1], data.reward_range), features, 0.9).tabular
+    np.testing.assert_array_equal(alone.entries[0, :, :3], first.entries[0, :, :3])

@@ -104,8 +104,18 @@ class Trajectories(EpisodeBatch):
         m = require_int("m", m)
         if m > self.batch_shape[-1]:
             raise ValueError(f"m must be <= the {self.batch_shape[-1]} trajectories held, got {m}")
-        return Trajectories(self.states[..., :m, :], self.rewards[..., :m, :],
-                            self.lengths[..., :m], self.terminated[..., :m], self.reward_range)
+        return self._view(self.states[..., :m, :], self.rewards[..., :m, :],
+                          self.lengths[..., :m], self.terminated[..., :m])
+
+    def _view(self, states: np.ndarray, rewards: np.ndarray, lengths: np.ndarray,
+              terminated: np.ndarray) -> Trajectories:
+        """Trajectories made of views of this batch's checked, read-only arrays (a slice of
+        valid trajectories is valid: no second check, no copy)."""
+        view = object.__new__(Trajectories)
+        for name, value in (("states", states), ("rewards", rewards), ("lengths", lengths),
+                            ("terminated", terminated), ("reward_range", self.reward_range)):
+            object.__setattr__(view, name, value)
+        return view
 
     def reshape(self, *batch_shape: int) -> Trajectories:
         """The same trajectories with a new batch shape (row-major, like ``numpy.reshape``);

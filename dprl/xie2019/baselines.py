@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from dprl.envs import Trajectories
-from dprl.validation import require_nonnegative, require_probability
+from dprl.validation import require_array, require_nonnegative, require_probability
 from dprl.xie2019.gpope import _Episodes
 
 NORMALISATIONS = ("trajectories", "transitions")
@@ -79,12 +79,24 @@ def episode_statistics(trajectories: Trajectories, features, gamma: float, ratio
                  for k, shape in enumerate(((n, n), (n,), (n, n))))
 
 
-def _solve(A: np.ndarray, b: np.ndarray, ridge: float) -> np.ndarray:
+def solve_statistics(A: np.ndarray, b: np.ndarray, ridge: float = 0.0,
+                     min_norm: bool = False) -> np.ndarray:
+    """LSTD's ``theta = (A + ridge I)^{-1} b`` (Bradtke & Barto 1996) from statistics ``A``
+    ``(*datasets, n, n)`` and ``b`` ``(*datasets, n)`` (Eq. 2.1 estimated from data); with
+    ``min_norm`` the minimum-norm least-squares solution ``(A + ridge I)^+ b``, defined also
+    where a state is never visited (tabular features, few trajectories)."""
+    ridge = require_nonnegative("ridge", ridge)
+    A, b = require_array("A", A), require_array("b", b)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or b.shape != A.shape[:-1]:
+        raise ValueError(f"A must be (..., n, n) and b (..., n), got {A.shape} and {b.shape}")
+    A = A + ridge * np.eye(A.shape[-1])
+    if min_norm:
+        return (np.linalg.pinv(A) @ b[..., None])[..., 0]
     try:
-        return np.linalg.solve(A + ridge * np.eye(A.shape[-1]), b[..., None])[..., 0]
+        return np.linalg.solve(A, b[..., None])[..., 0]
     except np.linalg.LinAlgError as error:
         raise ValueError("A + ridge I is singular (a feature never active in the data?); use "
-                         "ridge > 0") from error
+                         "ridge > 0 or min_norm") from error
 
 
 def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0,
@@ -93,7 +105,7 @@ def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0,
     ``theta = (A + ridge I)^{-1} b`` with :func:`episode_statistics`, ``(*datasets, n)``."""
     ridge = require_nonnegative("ridge", ridge)
     A, b, _ = episode_statistics(trajectories, features, gamma, None, normalisation)
-    return _solve(A, b, ridge)
+    return solve_statistics(A, b, ridge)
 
 
 def wis_lstd(trajectories: Trajectories, features, gamma: float, ratios, ridge: float = 0.0,
@@ -107,4 +119,4 @@ def wis_lstd(trajectories: Trajectories, features, gamma: float, ratios, ridge: 
     ridge = require_nonnegative("ridge", ridge)
     A, b, _ = episode_statistics(trajectories, features, gamma, ratios, normalisation,
                                  importance)
-    return _solve(A, b, ridge)
+    return solve_statistics(A, b, ridge)

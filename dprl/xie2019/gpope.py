@@ -37,18 +37,31 @@ _MATRIX_BUDGET = 2**25
 _TRAJECTORY_CHUNK = 256  # trajectories whose matrices are formed at once
 
 
+def _checked(trajectories: Trajectories, features, ratios
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The feature table ``(S, n)`` and the ratios (None on-policy), checked against the
+    trajectories (states index the table's rows; ratios ``>= 0``, shaped like the rewards)."""
+    if not isinstance(trajectories, Trajectories):
+        raise ValueError(f"trajectories must be Trajectories, got {type(trajectories).__name__}")
+    table = require_array("features", features, ndim=2)
+    if trajectories.states.max() >= table.shape[0]:
+        raise ValueError(f"states must index the {table.shape[0]} rows of features, got state "
+                         f"{trajectories.states.max()}")
+    if ratios is None:
+        return table, None
+    rho = require_array("ratios", ratios, shape=trajectories.rewards.shape)
+    if rho.min() < 0:
+        raise ValueError(f"ratios must be >= 0 (pi / pi_b), got min {rho.min()}")
+    return table, rho
+
+
 class _Episodes:
     """The transitions of every trajectory as rows of an extended feature table (row ``S`` is
     the zero vector: padding and the successor of a terminating transition)."""
 
     def __init__(self, trajectories: Trajectories, features, ratios) -> None:
-        if not isinstance(trajectories, Trajectories):
-            raise ValueError(f"trajectories must be Trajectories, got {type(trajectories).__name__}")
-        table = require_array("features", features, ndim=2)
+        table, rho = _checked(trajectories, features, ratios)
         n_rows = table.shape[0]
-        if trajectories.states.max() >= n_rows:
-            raise ValueError(f"states must index the {n_rows} rows of features, got state "
-                             f"{trajectories.states.max()}")
         # the padded horizon, not the longest trajectory here: shapes (and so the rounding of
         # the products below) must not depend on the other data sets of the batch
         steps = trajectories.rewards.shape[-1]
@@ -60,11 +73,7 @@ class _Episodes:
         self.nexts = np.where(mask & ~terminal, trajectories.states[..., 1:steps + 1], n_rows)
         self.rewards = trajectories.rewards[..., :steps]
         self.inverse_lengths = np.where(mask, 1.0 / trajectories.lengths[..., None], 0.0)
-        shape = trajectories.rewards.shape
-        rho = np.ones(shape) if ratios is None else require_array("ratios", ratios, shape=shape)
-        if rho.min() < 0:
-            raise ValueError(f"ratios must be >= 0 (pi / pi_b), got min {rho.min()}")
-        self.ratios = rho[..., :steps]
+        self.ratios = (np.ones(trajectories.rewards.shape) if rho is None else rho)[..., :steps]
         self.datasets = trajectories.batch_shape[:-1]
         self.m = trajectories.batch_shape[-1]
         self.lengths = trajectories.lengths.reshape(-1, self.m)
@@ -150,34 +159,55 @@ class _Tabular:
     ``b_i[s] = (1/tau_i) sum_t rho_t r_t [s_t = s]`` and ``p_ik[s] = (1/tau_i) sum_t rho_t
     [s_t = s, s_{t+1} = s + k]`` over non-terminating transitions, for every offset ``k`` seen
     in the data (the chain has ``k = 0, 1``). ``(3 + K) n`` numbers per trajectory instead
-    of ``2 n^2 + n``; each is summed over its own trajectory's steps in time order, so it does
-    not depend on the other trajectories."""
+    of ``2 n^2 + n``, summed from the real transitions only (no padding); each is summed over
+    its own trajectory's steps in time order, so it does not depend on the other
+    trajectories."""
 
-    def __init__(self, episodes: _Episodes, columns: np.ndarray, gamma: float) -> None:
-        D, m, _ = episodes.sources.shape
-        n = episodes.n_features
-        column = np.append(columns, n)  # the zero row (padding, terminal successor): none
-        sources, nexts = column[episodes.sources], column[episodes.nexts]
-        per_step = episodes.inverse_lengths
-        weight = per_step * episodes.ratios
-        live = (sources < n) & (nexts < n)
-        self.offsets = np.unique((nexts - sources)[live])
-        first = np.arange(D * m).reshape(D, m, 1) * (n + 1)
+    def __init__(self, trajectories: Trajectories, columns: np.ndarray, n: int, ratios,
+                 gamma: float) -> None:
+        m = trajectories.batch_shape[-1]
+        steps = trajectories.rewards.shape[-1]
+        mask = trajectories.transition_mask[..., :steps].reshape(-1, steps)
+        owner, t = np.nonzero(mask)  # trajectory (flat) and time of every real transition
+        states = trajectories.states.reshape(-1, steps + 1)
+        terminal = trajectories.terminated.ravel()[owner] & (
+            t == trajectories.lengths.ravel()[owner] - 1)
+        sources = columns[states[owner, t]]
+        nexts = np.where(terminal, n, np.append(columns, n)[states[owner, t + 1]])
+        per_step = 1.0 / trajectories.lengths.ravel()[owner]
+        rho = 1.0 if ratios is None else ratios.reshape(-1, steps)[owner, t]
+        weight = per_step * rho
+        count = mask.shape[0]
+        first = owner * n
 
-        def per_state(states: np.ndarray, values: np.ndarray) -> np.ndarray:
-            sums = np.bincount((first + states).ravel(), values.ravel(), D * m * (n + 1))
-            return sums.reshape(D, m, n + 1)[..., :n]
+        def per_state(values: np.ndarray, where=None) -> np.ndarray:
+            index = first + sources if where is None else (first + sources)[where]
+            values = values if where is None else values[where]
+            return np.bincount(index, values, count * n).reshape(-1, m, n)
 
-        self.a, self.c = per_state(sources, weight), per_state(sources, per_step)
-        self.b = per_state(sources, weight * episodes.rewards)
-        self.bands = np.stack([per_state(np.where(live & (nexts - sources == k), sources, n),
-                                         weight) for k in self.offsets], axis=2)
+        live = nexts < n
+        self.offsets = np.unique(nexts[live] - sources[live])
+        rewards = trajectories.rewards.reshape(-1, steps)[owner, t]
+        #: (D, m, 3 + K, n): a, c, b, then p_k for every offset (one gather per iteration)
+        self.entries = np.stack([per_state(weight), per_state(per_step),
+                                 per_state(weight * rewards),
+                                 *(per_state(weight, live & (nexts - sources == k))
+                                   for k in self.offsets)], axis=2)
         self.gamma = gamma
         self.pad = int(np.abs(self.offsets).max(initial=0))
-        states = np.arange(n)
-        self.ahead = states + self.offsets[:, None] + self.pad   # (K, n): s + k
-        self.behind = states - self.offsets[:, None] + self.pad  # (K, n): s - k
-        self.bands_index = np.arange(self.offsets.size)[:, None]
+
+    def mean_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``A, b, C``: the means of ``A_i, b_i, C_i`` over each data set's trajectories
+        (Eq. 2.2 normalised by trajectories), dense, ``(D, n, n)``, ``(D, n)``, ``(D, n, n)``."""
+        means = self.entries.mean(axis=1)
+        a, c, b, bands = means[:, 0], means[:, 1], means[:, 2], means[:, 3:]
+        n = a.shape[-1]
+        A = a[:, :, None] * np.eye(n)
+        rows = np.arange(n)
+        for k, offset in enumerate(self.offsets):
+            inside = (rows + offset >= 0) & (rows + offset < n)
+            A[:, rows[inside], rows[inside] + offset] -= self.gamma * bands[:, k, inside]
+        return A, b, c[:, :, None] * np.eye(n)
 
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
@@ -185,13 +215,19 @@ class _Tabular:
         ``picked[k]`` of data set ``datasets[k]``: ``(A theta)[s] = a[s] theta[s] - gamma
         sum_k p_k[s] theta[s + k]``, ``(A^T w)[s] = a[s] w[s] - gamma sum_k p_k[s - k]
         w[s - k]``."""
-        a, c, b = (M[datasets, picked] for M in (self.a, self.c, self.b))
-        bands = self.bands[datasets, picked]  # (R, K, n)
-        widths = ((0, 0), (self.pad, self.pad))
-        ahead = np.pad(theta, widths)[:, self.ahead]  # (R, K, n): theta[s + k], 0 outside
-        a_theta = a * theta - self.gamma * (bands * ahead).sum(axis=1)
-        weighted = np.pad(bands * w[:, None, :], ((0, 0), (0, 0), (self.pad, self.pad)))
-        a_t_w = a * w - self.gamma * weighted[:, self.bands_index, self.behind].sum(axis=1)
+        entries = self.entries[datasets, picked]  # (R, 3 + K, n)
+        a, c, b = entries[:, 0], entries[:, 1], entries[:, 2]
+        runs, n = theta.shape
+        pad = self.pad
+        ahead = np.zeros((runs, n + 2 * pad))  # theta[s + k] is ahead[:, s + k + pad]
+        ahead[:, pad:pad + n] = theta
+        behind = np.zeros((runs, n + 2 * pad))  # collects p_k[s] w[s] at s + k + pad
+        a_theta = a * theta
+        for k, offset in enumerate(self.offsets):
+            band = entries[:, 3 + k]
+            a_theta -= self.gamma * band * ahead[:, pad + offset:pad + offset + n]
+            behind[:, pad + offset:pad + offset + n] += band * w
+        a_t_w = a * w - self.gamma * behind[:, pad:pad + n]
         return np.concatenate([-a_t_w, a_theta + c * w - b], axis=-1)
 
 
@@ -204,15 +240,32 @@ class Prepared:
 
     def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
         self.gamma = require_probability("gamma", gamma)
-        episodes = _Episodes(trajectories, features, ratios)
-        columns = _one_hot_columns(episodes.table[:-1])
-        self.tabular = None if columns is None else _Tabular(episodes, columns, self.gamma)
-        self.matrices = (_trajectory_matrices(episodes, self.gamma) if self.tabular is None
-                         else None)
-        self.episodes = episodes if self.matrices is None and self.tabular is None else None
-        self.m, self.n_features, self.datasets = episodes.m, episodes.n_features, episodes.datasets
-        self.n_datasets = episodes.sources.shape[0]
+        table, rho = _checked(trajectories, features, ratios)
+        columns = _one_hot_columns(table)
+        self.tabular = self.matrices = self.episodes = None
+        if columns is not None:
+            self.tabular = _Tabular(trajectories, columns, table.shape[1], rho, self.gamma)
+        else:
+            episodes = _Episodes(trajectories, table, rho)
+            self.matrices = _trajectory_matrices(episodes, self.gamma)
+            self.episodes = episodes if self.matrices is None else None
+        self.datasets, self.m = trajectories.batch_shape[:-1], trajectories.batch_shape[-1]
+        self.n_features = table.shape[1]
+        self.n_datasets = int(np.prod(self.datasets, dtype=np.int64))
         self.off_policy = ratios is not None
+
+    def mean_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The means of ``A_i, b_i, C_i`` (Eq. 2.2) over each data set's trajectories, each
+        ``(*datasets, ...)``: LSTD's statistics normalised by trajectories, from what is stored
+        (tabular entries or dense matrices; not available for the transitions)."""
+        if self.tabular is not None:
+            means = self.tabular.mean_statistics()
+        elif self.matrices is not None:
+            means = tuple(M.mean(axis=1) for M in self.matrices)
+        else:
+            raise ValueError("mean_statistics needs stored matrices: these data exceed the "
+                             "memory budget (use baselines.episode_statistics)")
+        return tuple(M.reshape(*self.datasets, *M.shape[1:]) for M in means)
 
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
