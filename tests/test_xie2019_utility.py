@@ -176,13 +176,10 @@ def test_moment_recursion_runs_schedules_side_by_side(chain_statistics):
 
 
 def test_schedule_experiment_calibrates_where_the_general_bound_certifies_nothing():
-    from dprl.experiments.xie2019_theory import _sigma
-    from dprl.xie2019 import dp_accounting_epsilon, gpope_sigma
-    from dprl.xie2019.privacy import DP_ACCOUNTING_SPARSE_ORDERS
-    assert _sigma(1.0, 1e-5, 300, 300) == (gpope_sigma(1.0, 1e-5, 300, 300), False)
+    """Many passes over the data (N = 100 m): WBK Thm. 9 certifies eps = 0.1 at no sigma, the
+    tightest accountant (Thm. 27) does, and the experiment uses it."""
+    from dprl.xie2019 import gpope_sigma, tightest_epsilon, tightest_sigma
     with pytest.raises(ValueError):
         gpope_sigma(0.1, 1e-5, 100_000, 1000)  # N times the WBK floor exceeds eps
-    sigma, fallback = _sigma(0.1, 1e-5, 100_000, 1000)
-    assert fallback
-    eps = dp_accounting_epsilon(sigma, 1e-5, 100_000, 1000, orders=DP_ACCOUNTING_SPARSE_ORDERS)
-    assert 0.1 * (1 - 1e-3) < eps <= 0.1
+    sigma = tightest_sigma(0.1, 1e-5, 100_000, 1000)
+    assert 0.1 * (1 - 1e-6) < tightest_epsilon(sigma, 1e-5, 100_000, 1000) <= 0.1

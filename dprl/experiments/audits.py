@@ -23,7 +23,8 @@ half of the trials choose the test, the second half evaluate it).
   information about the pair, so the statistic is the exact log-likelihood ratio of the
   ``e_1`` coordinates, ``sum_t log(1 + q (e^{-2 x_t / sigma^2} - 1))``.
   ``-paper`` uses the paper's Lemma 1 sigma (which assumes neighbours differ by ``h``),
-  ``-sound`` the full accountant's (:func:`~dprl.xie2019.privacy.gpope_sigma`, ``2h``).
+  ``-sound`` the tightest sound accountant's (:func:`~dprl.xie2019.privacy.tightest_sigma`,
+  ``2h``).
 - ``audit-balle2016-lsw`` / ``audit-balle2016-lsl``: DP-LSW and DP-LSL (Balle, Gomrokchi &
   Precup 2016, Algs. 1-2) as released, noise scale computed from the data set, on neighbouring
   data sets of ``m`` trajectories of an ``N``-state chain (tabular features, uniform weights):
@@ -69,7 +70,7 @@ from dprl.balle2016.calibration import smooth_gaussian_delta
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon, laplace_scale
 from dprl.wang2019.calibration import Theorem5Calibration, authors_calibration
-from dprl.xie2019.privacy import gpope_epsilon, gpope_sigma, lemma1_sigma
+from dprl.xie2019.privacy import lemma1_sigma, tightest_epsilon, tightest_sigma
 
 #: (null, alternative) statistics of a trial's runs, each ``(runs,)``
 Statistics = tuple[np.ndarray, np.ndarray]
@@ -103,11 +104,12 @@ class GPOPEAuditConfig(AuditConfig):
 
     @property
     def sigma(self) -> float:
-        """Noise multiplier: Lemma 1's (``"paper"``) or the full accountant's (``"sound"``)."""
+        """Noise multiplier: Lemma 1's (``"paper"``) or the tightest sound accountant's
+        (``"sound"``, WBK Thm. 27 under replace-one)."""
         if self.calibration == "paper":
             return lemma1_sigma(self.eps, self.delta, self.n_iterations, self.m)
         if self.calibration == "sound":
-            return gpope_sigma(self.eps, self.delta, self.n_iterations, self.m)
+            return tightest_sigma(self.eps, self.delta, self.n_iterations, self.m)
         raise ValueError(f"calibration must be 'paper' or 'sound', got {self.calibration!r}")
 
 
@@ -123,14 +125,15 @@ def audited_bound(config: AuditConfig, arrays: dict[str, np.ndarray],
 def accountant_epsilon(config: AuditConfig) -> float:
     """The tightest accountant's eps at the config's delta for the audited mechanism: the
     exact Gaussian profile (Balle & Wang 2018, Thm. 8), the Laplace mechanism's eps, and for
-    GPOPE the full WBK bound under replace-one (:func:`~dprl.xie2019.privacy.gpope_epsilon`,
-    sensitivity 2h) at the calibration's sigma, for DP-LSW / DP-LSL the smoothed Gaussian
+    GPOPE the tightest sound bound under replace-one
+    (:func:`~dprl.xie2019.privacy.tightest_epsilon`, WBK Thm. 27, sensitivity 2h) at the
+    calibration's sigma, for DP-LSW / DP-LSL the smoothed Gaussian
     mechanism's exact profile at Lemma 1's constants (:func:`smoothed_gaussian_epsilon`),
     for Wang 2019's T/B Gaussian-process releases one Gaussian mechanism of sensitivity
     ``sqrt(T/B) sqrt(C)`` (:func:`~dprl.wang2019.calibration.exact_composition_delta`).
     Other modules register their configs' accountants (``accountant_epsilon.register``)."""
     if isinstance(config, GPOPEAuditConfig):
-        return gpope_epsilon(config.sigma, config.delta, config.n_iterations, config.m)
+        return tightest_epsilon(config.sigma, config.delta, config.n_iterations, config.m)
     if isinstance(config, WangAuditConfig):
         return gaussian_epsilon(config.delta, np.sqrt(config.n_updates) * config.shift, 1.0)
     if isinstance(config, BalleAuditConfig):
@@ -354,8 +357,8 @@ LAPLACE = _register(
 
 def _gpope_audit(calibration: str, root_seed: int, edge_low: float,
                  edge_high: float) -> Experiment:
-    """GPOPE's white-box audit at eps = 1, delta = 1e-5, N = m = 100 (Lemma 1's sigma 1.168,
-    the full accountant's 2.418): 2 x 10^5 runs per input (each run draws N = 100 noisy
+    """GPOPE's white-box audit at eps = 1, delta = 1e-5, N = m = 100 (sigma by Lemma 1, or by
+    the tightest sound accountant): 2 x 10^5 runs per input (each run draws N = 100 noisy
     gradients)."""
     edges = dict(edge_low=edge_low, edge_high=edge_high, n_edges=3001, calibration=calibration)
     return _register(

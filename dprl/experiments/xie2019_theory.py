@@ -6,7 +6,8 @@ second-moment recursion (:class:`~dprl.xie2019.utility.MomentRecursion`: no Mont
 error), on one data set of the utility chapter's small chain (5 states, ``p = 0.5``,
 ``gamma = 0.9``, uniform start, 30-step cap, tabular features, ``m = 3000`` trajectories; the
 trial's generator samples it). For each ``eps`` and ``N``, the noise ``h sigma`` (``h = 1``) is
-GPOPE's calibration for ``(eps, delta)`` (:func:`~dprl.xie2019.gpope_sigma`), and:
+GPOPE's calibration for ``(eps, delta)`` by the tightest sound accountant
+(:func:`~dprl.xie2019.tightest_sigma`), and:
 
 - the *constant* step is the best of ``step_grid`` for that ``N`` (closed form);
 - the *diminishing* schedule is ``beta_i = beta_0 / (1 + i / t_0)``, ``i = 0..N-1``, with
@@ -28,9 +29,8 @@ import numpy as np
 from dprl.envs import ChainMDP
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import tabular_features
-from dprl.xie2019 import dp_accounting_sigma, gpope_sigma
+from dprl.xie2019 import tightest_sigma
 from dprl.xie2019.baselines import episode_statistics
-from dprl.xie2019.privacy import DP_ACCOUNTING_SPARSE_ORDERS
 from dprl.xie2019.utility import MomentRecursion, lemma2_eigenvalues
 
 
@@ -58,19 +58,6 @@ class StepScheduleConfig(TrialConfig):
                         horizon=self.horizon)
 
 
-def _sigma(eps: float, delta: float, n_iterations: int, m: int) -> tuple[float, bool]:
-    """GPOPE's sigma by :func:`gpope_sigma`; where its general WBK bound certifies none (many
-    passes over the data), by dp-accounting's tighter RDP bound (sparse orders, from the
-    large-sigma guess ``c_2 = 4`` of Theorem 1); and whether the fallback was used."""
-    try:
-        return gpope_sigma(eps, delta, n_iterations, m), False
-    except ValueError:
-        guess = 4 * np.sqrt(n_iterations * np.log(1 / delta)) / (m * eps)
-        return dp_accounting_sigma(eps, delta, n_iterations, m,
-                                   orders=DP_ACCOUNTING_SPARSE_ORDERS, initial=guess,
-                                   rtol=1e-4), True
-
-
 def _schedules(b0: np.ndarray, n: np.ndarray, t0: np.ndarray) -> np.ndarray:
     """``(max N, columns)``: column ``j`` is ``b0_j / (1 + i / t0_j)``, ``i = 0..n_j - 1``,
     then zeros (which leave the moments unchanged)."""
@@ -95,9 +82,8 @@ def schedule_trials(config: StepScheduleConfig,
         eigen = lemma2_eigenvalues(*episode_statistics(data, features, mdp.gamma)[::2])
         lam, lam_max = eigen["min_real"], eigen["max_modulus"]
         recursion = MomentRecursion(data, features, mdp.gamma)
-        calibrated = np.array([[_sigma(eps, config.delta, int(k), config.m) for k in n]
-                               for eps in config.epsilons])
-        sigma, fallback = calibrated[..., 0], calibrated[..., 1].astype(bool)
+        sigma = np.array([[tightest_sigma(eps, config.delta, int(k), config.m) for k in n]
+                          for eps in config.epsilons])
         grid = np.array([[[recursion.constant_step_error(step, int(k), s) for step in
                            config.step_grid] for k, s in zip(n, row)] for row in sigma])
         best = np.asarray(config.step_grid)[grid.argmin(axis=-1)]
@@ -114,7 +100,7 @@ def schedule_trials(config: StepScheduleConfig,
         errors = recursion.error_after(
             _schedules(b0.ravel(), lengths.ravel(), t0.ravel()),
             np.repeat(sigma.ravel(), shape[-1])).reshape(shape)
-        for key, value in (("sigma", sigma), ("sigma_by_dp_accounting", fallback),
+        for key, value in (("sigma", sigma),
                            ("grid_error", grid), ("best_step", best),
                            ("constant_error", grid.min(axis=-1)), ("theorem2_error", theorem2),
                            ("diminishing_error", errors[..., :-1]),

@@ -393,15 +393,17 @@ def gradient_norms(trajectories: Trajectories, features, gamma: float, theta, w,
 def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_iterations: int,
           clip: float, eps: float, delta: float, rngs: Sequence[np.random.Generator], *,
           ratios=None, theta0=None, w0=None, sensitivity: float = 2.0,
-          prepared: Prepared | None = None, calibration: str = "book"
+          prepared: Prepared | None = None, calibration: str = "tightest"
           ) -> tuple[np.ndarray, np.ndarray]:
     """GPOPE (Xie et al. 2019, Algorithm 1): ``(eps, delta)``-DP for data sets of ``m``
-    trajectories differing in one (replace-one), with ``sigma`` calibrated by
-    :func:`~dprl.xie2019.privacy.gpope_sigma` from ``(eps, delta, N, m)`` (the full WBK
-    bound, clipped gradients of neighbours differing by ``sensitivity * h``). Returns the
-    released ``(theta, w)``, each ``(*datasets, n)``. ``prepared``: :func:`prepare` of the
-    same data, to share the preprocessing between runs. ``calibration``: ``"book"`` (the
-    above), ``"tightest"`` or ``"paper"`` (:func:`~dprl.xie2019.privacy.calibrated_sigma`)."""
+    trajectories differing in one (replace-one), with ``sigma`` calibrated from ``(eps,
+    delta, N, m)`` by the tightest sound accountant
+    (:func:`~dprl.xie2019.privacy.tightest_sigma`: WBK Thm. 27, clipped gradients of
+    neighbours differing by ``sensitivity * h``). Returns the released ``(theta, w)``, each
+    ``(*datasets, n)``. ``prepared``: :func:`prepare` of the same data, to share the
+    preprocessing between runs. ``calibration``: ``"tightest"``, ``"book"`` (WBK Thm. 9,
+    :func:`~dprl.xie2019.privacy.gpope_sigma`) or ``"paper"`` (Lemma 1, sensitivity ``h``:
+    not sound; :func:`~dprl.xie2019.privacy.calibrated_sigma`)."""
     m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else 0
     sigma = calibrated_sigma(calibration, eps, delta,
                              require_int("n_iterations", n_iterations), require_int("m", m),
@@ -413,7 +415,7 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
 
 def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip: float,
                eps, delta: float, rngs: Sequence[np.random.Generator], *,
-               sensitivity: float = 2.0, calibration: str | Sequence[str] = "book"
+               sensitivity: float = 2.0, calibration: str | Sequence[str] = "tightest"
                ) -> tuple[np.ndarray, np.ndarray]:
     """``R`` independent runs of GPOPE (Xie et al. 2019, Algorithm 1) on prepared data, in
     one loop: run ``r`` works on data set ``datasets[r]`` with the constant step
