@@ -216,9 +216,11 @@ CHAIN = register(Experiment(
     configs={
         "smoke": ChainConfig(n_trials=3, root_seed=2019, batch_size=2,
                              tuned_steps=((0.1, 0.1, 1.0),) * 2, **_SMOKE),
-        # tuned_steps: tuned(xie2019-chain-tuning) (tested)
-        "paper": ChainConfig(n_trials=100, root_seed=2019, batch_size=5,
-                             tuned_steps=()),
+        # tuned_steps: tuned(xie2019-chain-tuning) (tested), as half-decade exponents
+        "paper": ChainConfig(n_trials=100, root_seed=2019, batch_size=5, tuned_steps=tuple(
+            tuple(float(10 ** (k / 2)) for k in row)
+            for row in ((-5, -4, 1), (-3, -4, 1), (-2, -3, 1), (-2, -3, 1), (-2, -4, 1),
+                        (-2, -4, 1), (-2, -4, 1)))),
     },
     run_trials=chain_trials, after=(TUNING.id,)))
 
