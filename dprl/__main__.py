@@ -107,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
         return 1
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
-          f"{result.provenance['wall_time_s']:.1f} s of compute")
+          f"{result.provenance['wall_time_s']:.1f} s of compute "
+          f"({result.provenance['cpu_time_s']:.1f} CPU s)")
     return 0
 
 

@@ -43,7 +43,7 @@ from dprl.sharma2025.release import log_prefix_counts
 from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
-from dprl.xie2019 import primal_dual_descent
+from dprl.xie2019 import gpope_runs, prepare, primal_dual_descent
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
@@ -378,6 +378,33 @@ def _plain_sgd_steps(steps: int) -> None:
 _OU_QUERY_BATCH = 1000
 
 
+#: The chain experiment's GPOPE workload (xie2019-chain): 5 trials of m chain trajectories,
+#: 7 runs each (3 steps x 2 calibrations, GTD2), N = m iterations.
+_CHAIN_TRIALS = 5
+
+
+def _chain_gpope_data(m: int):
+    if ("chain", m) not in _GPOPE_CACHE:
+        mdp = ChainMDP()
+        _GPOPE_CACHE[("chain", m)] = mdp, stack_trajectories(
+            [mdp.sample(m, g) for g in trial_generators(2, _CHAIN_TRIALS)])
+    return _GPOPE_CACHE[("chain", m)]
+
+
+def _chain_gpope(m: int, tabular: bool) -> np.ndarray:
+    """Preparation and descent of the chain experiment's runs at ``m`` (one size)."""
+    mdp, data = _chain_gpope_data(m)
+    prepared = prepare(data, tabular_features(mdp.n_states), mdp.gamma, tabular=tabular)
+    per_trial = ["paper"] * 3 + ["tightest"] * 3 + ["tightest"]  # the last: GTD2 (eps = inf)
+    runs = len(per_trial)
+    theta, _ = gpope_runs(prepared, np.repeat(np.arange(_CHAIN_TRIALS), runs),
+                          np.full(_CHAIN_TRIALS * runs, 0.01), m, 0.01,
+                          np.tile([0.1] * (runs - 1) + [np.inf], _CHAIN_TRIALS), 1e-5,
+                          trial_generators(3, _CHAIN_TRIALS * runs),
+                          calibration=per_trial * _CHAIN_TRIALS)
+    return theta
+
+
 def _ou_query_times(sizes: Sequence[int]) -> np.ndarray:
     """Prop. 9's workload at each size, the fastest of 3 timings (Wang & Hegde 2019)."""
     return np.min([query_times(sizes, _OU_QUERY_BATCH, seed) for seed in range(3)], axis=0)
@@ -397,10 +424,16 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               size=1_000_000, quick_size=20_000, repeats=1),
     Benchmark("gpope", f"GPOPE (Xie et al. 2019, Algorithm 1) on {_GPOPE_TRIALS} trials of "
               f"{_GPOPE_M} chain trajectories (tabular): dprl.xie2019 (all trials at once, "
-              "B_i from per-trajectory matrices formed once) vs Algorithm 1 as written, trial "
-              "by trial; N = 1000, the chain experiment's smallest", "iterations",
+              "B_i from per-trajectory entries formed once) vs Algorithm 1 as written, trial "
+              "by trial; N = 1000", "iterations",
               _gpope_vectorised, _gpope_per_trial_loop, size=1000, quick_size=5,
               repeats=1, setup=_gpope_data),
+    Benchmark("gpope-tabular", f"GPOPE runs of the chain experiment ({_CHAIN_TRIALS} trials x 7 "
+              "runs, N = m, preparation included): per-trajectory A_i, b_i, C_i stored by their "
+              "non-zero entries (tabular features) vs the previous dense (n x n) matrices",
+              "trajectories m", partial(_chain_gpope, tabular=True),
+              partial(_chain_gpope, tabular=False), size=3000, quick_size=100, repeats=1,
+              setup=_chain_gpope_data),
     Benchmark("gpope-calibration-wbk9", "RDP of GPOPE's step (one of m = 10^4 records "
               "sampled without replacement, Gaussian; the book's WBK 2019 Thm. 9 bound) at its "
               "286 orders 2..1024, at n noise multipliers: all orders in one sum vs the "

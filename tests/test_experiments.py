@@ -53,7 +53,9 @@ def test_run_writes_arrays_and_provenance(tmp_path):
     record = json.loads(sidecar_path.read_text())
     assert record["config"] == {"n_trials": 7, "root_seed": 11, "batch_size": 3, "size": 3}
     assert record["root_seed"] == 11 and record["scale"] == "smoke"
-    assert set(record) >= {"git", "packages", "machine", "wall_time_s", "created", "command"}
+    assert set(record) >= {"git", "packages", "machine", "wall_time_s", "cpu_time_s",
+                           "created", "command"}
+    assert 0 <= record["cpu_time_s"] <= record["wall_time_s"] + 0.05  # one thread per batch
     assert record["packages"]["numpy"] == np.__version__
     assert len(record["git"]["commit"] or "0" * 40) == 40
     assert record["arrays"]["draws"] == {"shape": [7, 3], "dtype": "float64"}

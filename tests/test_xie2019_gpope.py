@@ -151,11 +151,10 @@ def test_tabular_matrix_and_transition_gradients_agree(monkeypatch, permuted):
     tabular = gpope_module.prepare(data, features, 0.99, ratios)
     assert tabular.tabular is not None and tabular.matrices is None
     assert (tabular.tabular.offsets.size > 2) == permuted
-    monkeypatch.setattr(gpope_module, "_one_hot_columns", lambda table: None)
-    dense = gpope_module.prepare(data, features, 0.99, ratios)
+    dense = gpope_module.prepare(data, features, 0.99, ratios, tabular=False)
     assert dense.tabular is None and dense.matrices is not None
     monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
-    fallback = gpope_module.prepare(data, features, 0.99, ratios)
+    fallback = gpope_module.prepare(data, features, 0.99, ratios, tabular=False)
     assert fallback.matrices is None and fallback.tabular is None
     rng = np.random.default_rng(12)
     for _ in range(20):
@@ -331,14 +330,13 @@ def test_mean_statistics_are_lstds_statistics(monkeypatch, permuted):
     features = tabular_features(40)[order]
     expected = episode_statistics(data, features, 0.99, ratios, "trajectories")
     tabular = gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
-    monkeypatch.setattr(gpope_module, "_one_hot_columns", lambda table: None)
-    dense = gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
+    dense = gpope_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
     for got in (tabular, dense):
         for a, b in zip(got, expected):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
     monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
     with pytest.raises(ValueError, match="memory budget"):
-        gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
+        gpope_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
 
 
 def test_tabular_entries_of_a_data_set_do_not_depend_on_the_others():

@@ -238,10 +238,11 @@ class Prepared:
     transitions, so that runs with several step sizes or privacy levels on
     the same data do not redo it: pass it as ``prepared=``. Made by :func:`prepare`."""
 
-    def __init__(self, trajectories: Trajectories, features, gamma: float, ratios) -> None:
+    def __init__(self, trajectories: Trajectories, features, gamma: float, ratios,
+                 tabular: bool = True) -> None:
         self.gamma = require_probability("gamma", gamma)
         table, rho = _checked(trajectories, features, ratios)
-        columns = _one_hot_columns(table)
+        columns = _one_hot_columns(table) if tabular else None
         self.tabular = self.matrices = self.episodes = None
         if columns is not None:
             self.tabular = _Tabular(trajectories, columns, table.shape[1], rho, self.gamma)
@@ -279,9 +280,12 @@ class Prepared:
         return _matrix_gradient(self.matrices, datasets, picked, theta, w)
 
 
-def prepare(trajectories: Trajectories, features, gamma: float, ratios=None) -> Prepared:
-    """:class:`Prepared` data for GTD2 / GPOPE (Xie et al. 2019, Eq. 2.2 per trajectory)."""
-    return Prepared(trajectories, features, gamma, ratios)
+def prepare(trajectories: Trajectories, features, gamma: float, ratios=None,
+            tabular: bool = True) -> Prepared:
+    """:class:`Prepared` data for GTD2 / GPOPE (Xie et al. 2019, Eq. 2.2 per trajectory);
+    ``tabular=False`` stores one-hot features' matrices densely too (the same ``B_i`` to
+    rounding, more memory and time: for comparisons)."""
+    return Prepared(trajectories, features, gamma, ratios, bool(tabular))
 
 
 def _prepared(trajectories: Trajectories, features, gamma: float, ratios,
