@@ -295,3 +295,14 @@ def test_results_written_by_runs_do_not_make_the_tree_dirty(tmp_path):
     assert git_state(tmp_path)["dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert git_state(tmp_path)["dirty"] is True
+
+
+def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
+    from dprl.experiments.report import compute_by_part
+
+    record = run("test-toy", "paper", tmp_path, progress=False).provenance
+    rows = {line.split()[0]: line.split() for line in compute_by_part(tmp_path).splitlines()}
+    assert rows["test"][1] == "1" and rows["test"][4:7] == ["1", "of", "1"]
+    assert float(rows["test"][3]) == pytest.approx(record["cpu_time_s"], rel=1e-3, abs=1e-3)
+    assert float(rows["test"][7]) == pytest.approx(record["cpu_time_s"] / 120, rel=1e-3,
+                                                   abs=1e-3)

@@ -48,3 +48,23 @@ def provenance_summary() -> str:
             f"{record['machine']['cpu_count']} cores, numpy {record['packages']['numpy']}, "
             f"floating point {pinned}; regenerate: {record['command']}")
     return "\n".join(lines) or "no committed paper-scale results"
+
+
+def compute_by_part(results_dir: Path | str = RESULTS_DIR) -> str:
+    """The compute the committed paper-scale results of each part of the book (experiment-id
+    prefix up to the first '-') record: elapsed seconds summed over batches, CPU seconds
+    where recorded, and those as minutes on a 2-core machine (CPU seconds / 2 / 60)."""
+    parts: dict[str, list[dict]] = {}
+    for experiment in all_experiments():
+        if status(experiment.id, "paper", results_dir) == "current":
+            record = load(experiment.id, "paper", results_dir).provenance
+            parts.setdefault(experiment.id.split("-")[0], []).append(record)
+    lines = [f"{'part':12s} {'results':>7s} {'elapsed s':>10s} {'CPU s':>9s} "
+             f"{'(recorded for)':>14s} {'2-core min':>10s}"]
+    for part, records in sorted(parts.items()):
+        timed = [r for r in records if "cpu_time_s" in r]
+        cpu = sum(r["cpu_time_s"] for r in timed)
+        lines.append(f"{part:12s} {len(records):>7d} "
+                     f"{sum(r['wall_time_s'] for r in records):>10.4g} {cpu:>9.4g} "
+                     f"{f'{len(timed)} of {len(records)}':>14s} {cpu / 120:>10.4g}")
+    return "\n".join(lines)
