@@ -33,11 +33,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from dprl.envs.episodes import Episodes, feature_table, importance_ratios
+from dprl.control import SoftmaxPolicy
+from dprl.envs.episodes import Episodes, feature_table, sample_actions
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
 from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
-                                         policy_degree, policy_weights, target_policy)
+                                         policy_degree, policy_weights)
 from dprl.experiments.off_policy import run_thetas, runs_mspbe, scored, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import DecorrelatedFeatures
@@ -92,6 +93,33 @@ def reward_range(mdp: HIVTreatmentMDP) -> tuple[float, float]:
             + max(penalties))
 
 
+@dataclasses.dataclass(eq=False)
+class _LoggedBehaviour:
+    """The behaviour (a :class:`~dprl.control.SoftmaxPolicy`) as a simulator policy drawing
+    the same actions, that also logs per call the behaviour's probability of each action
+    drawn and whether the target, greedy in the same action values, takes it: one
+    evaluation of Q per observation for both (no second pass over the data)."""
+
+    behaviour: SoftmaxPolicy
+    calls: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
+
+    def __call__(self, observations: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        q = self.behaviour.action_values(observations)
+        probabilities = self.behaviour.probabilities(observations, q)
+        actions = sample_actions(probabilities, rng)
+        self.calls.append((probabilities[np.arange(actions.size), actions],
+                           actions == np.argmax(q, axis=1)))
+        return actions
+
+    def logged(self, groups: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """The probabilities of the actions taken and the target's probabilities of them
+        (1 or 0) ``(groups * n, steps)``, from a simulation of ``groups`` groups (one call
+        per group and step, step by step)."""
+        taken, greedy = (np.stack([call[k] for call in self.calls]) for k in (0, 1))
+        return tuple(x.reshape(steps, groups, -1).transpose(1, 2, 0).reshape(-1, steps)
+                     for x in (taken, greedy.astype(float)))
+
+
 def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
                    rng: np.random.Generator | Sequence[np.random.Generator]
                    ) -> tuple[Episodes, np.ndarray]:
@@ -99,18 +127,18 @@ def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
     ``policy_scale``, at ``temperature``), all patients at once, as :class:`Episodes`
     (truncated at the horizon, with the behaviour's probabilities of the actions taken), and
     the importance ratios ``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` ``(n, H)`` of the
-    greedy target (Xie et al. 2019, Eq. 2.1). A sequence of ``k`` generators gives ``k``
-    data sets ``(k, n)`` from one batched integration, each the same bits as its own call."""
+    greedy target (Xie et al. 2019, Eq. 2.1), both logged while simulating. A sequence of
+    ``k`` generators gives ``k`` data sets ``(k, n)`` from one batched integration, each the
+    same bits as its own call."""
     weights, degree = policy_weights(policy_scale), policy_degree(policy_scale)
     mdp = hiv_mdp(policy_scale)
-    behaviour = behaviour_policy(weights, temperature, degree)
+    behaviour = _LoggedBehaviour(behaviour_policy(weights, temperature, degree))
     episodes = mdp.simulate(behaviour, n_patients, rng)
     n, steps = episodes.actions.shape
-    probs = behaviour.probabilities(episodes.observations[:, :-1].reshape(-1, 6))
-    taken = probs[np.arange(n * steps), episodes.actions.ravel()].reshape(n, steps)
+    taken, target = behaviour.logged(n // n_patients, steps)
     data = Episodes(episodes.observations, episodes.actions, episodes.rewards,
                     np.full(n, steps), np.zeros(n, dtype=bool), reward_range(mdp), taken)
-    ratios = importance_ratios(target_policy(weights, degree), data)
+    ratios = target / taken
     if isinstance(rng, np.random.Generator):
         return data, ratios
     batch = (n // n_patients, n_patients)
