@@ -95,20 +95,47 @@ def test_reference_decorrelates_the_features_on_its_sample(smoke):
 
 
 def test_a_run_is_the_same_bits_in_the_tuning_and_in_fig4(smoke):
+    """Each (size, calibration, level) run of Fig. 4 is the tuning's run at the tuned step;
+    GTD2 is one run under both calibrations."""
     tuning = tuning_trials(smoke, trial_generators(5, 1))["mspbe"]
     result = hiv_trials(smoke, trial_generators(5, 1))
-    for i, steps in enumerate(smoke.tuned_steps):
-        columns = [smoke.step_grid.index(step) for step in steps]
-        expected = tuning[0, i, np.arange(len(steps)), columns]
-        assert np.array_equal(result["gpope"][0, i], expected[:-1])
-        assert result["gtd2"][0, i] == expected[-1]
+    assert smoke.calibrations == ("paper", "tightest")
+    assert np.array_equal(tuning[:, :, 0, -1], tuning[:, :, 1, -1])
+    for i, size in enumerate(smoke.tuned_steps):
+        for c, steps in enumerate(size):
+            columns = [smoke.step_grid.index(step) for step in steps]
+            expected = tuning[0, i, c, np.arange(len(steps)), columns]
+            assert np.array_equal(result["gpope"][0, i, c], expected[:-1])
+            assert result["gtd2"][0, i] == expected[-1]
     assert np.all(result["mspbe_zero"] > 0) and np.all(result["wis_lstd"] > 0)
     assert np.all(result["condition"] < result["base_condition"])
 
 
+def test_the_calibrations_differ_and_the_n_panel_reruns_the_main_runs(smoke):
+    """The paper's sigma (Lemma 1, sensitivity h) is below the tightest sound one, so the
+    two GPOPE runs differ; the N panel has one GTD2 and one GPOPE run per calibration for
+    every N and step, and longer runs are other runs."""
+    config = dataclasses.replace(smoke, panel_epochs=(1.0, smoke.epochs))
+    result = hiv_trials(config, trial_generators(5, 1))
+    assert np.all(result["gpope"][:, :, 0] != result["gpope"][:, :, 1])
+    assert result["panel_gtd2"].shape == (1, 2, len(config.step_grid))
+    assert result["panel_gpope"].shape == (1, 2, 2, len(config.step_grid))
+    assert np.all(np.isfinite(result["panel_gtd2"]))
+    assert np.all(result["panel_gtd2"][:, 0] != result["panel_gtd2"][:, 1])
+
+
 def test_configs_are_checked(smoke):
-    with pytest.raises(ValueError, match="one step per batch size and level"):
+    with pytest.raises(ValueError, match="one step per batch size, calibration and level"):
         hiv_trials(dataclasses.replace(smoke, tuned_steps=((0.1,),)), trial_generators(0, 1))
+    different_gtd2 = (((1e-1, 1e-1), (1e-1, 1e-2)),) * 2
+    with pytest.raises(ValueError, match="the same GTD2 step"):
+        hiv_trials(dataclasses.replace(smoke, tuned_steps=different_gtd2),
+                   trial_generators(0, 1))
+    with pytest.raises(ValueError, match="panel_m"):
+        hiv_trials(dataclasses.replace(smoke, panel_m=7), trial_generators(0, 1))
+    with pytest.raises(ValueError, match="calibrations"):
+        tuning_trials(dataclasses.replace(smoke, calibrations=("lemma",)),
+                      trial_generators(0, 1))
     with pytest.raises(ValueError, match="increasing"):
         tuning_trials(dataclasses.replace(smoke, batch_sizes=(10, 5)), trial_generators(0, 1))
     assert smoke.levels[-1] == math.inf
@@ -123,7 +150,7 @@ def test_tuned_steps_are_the_argmins_of_the_public_tuning_run():
 
 def test_private_and_public_configs_differ_only_where_they_must():
     tuning, paper = TUNING.config("paper"), HIV.config("paper")
-    different = {"n_trials", "root_seed", "batch_size", "tuned_steps"}
+    different = {"n_trials", "root_seed", "batch_size", "tuned_steps", "panel_m"}
     for field in dataclasses.fields(HIVConfig):
         if field.name not in different:
             assert getattr(tuning, field.name) == getattr(paper, field.name), field.name

@@ -39,35 +39,44 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
 from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
                                          policy_degree, policy_weights)
-from dprl.experiments.off_policy import run_thetas, runs_mspbe, scored, tuned_steps
+from dprl.experiments.off_policy import RunTable, run_thetas, scored, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import DecorrelatedFeatures
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream
-from dprl.xie2019 import prepare
+from dprl.xie2019 import Prepared, prepare
 from dprl.xie2019.gpope import gradient_norms
 from dprl.xie2019.baselines import episode_statistics, wis_lstd
+from dprl.xie2019.privacy import CALIBRATIONS
 
-_DATA, _RUN = 0, 2  # first key of a trial's data and GPOPE / GTD2 streams
+_DATA, _RUN, _PANEL = 0, 2, 3  # first names of a trial's data, run and N-panel streams
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HIVConfig(TrialConfig):
     """Privacy, GPOPE, the grids and the behaviour (stated in the chapter).
 
-    ``tuned_steps[i][k]`` is the step at ``batch_sizes[i]`` and ``levels[k]`` (the last
-    GTD2's), chosen on public data by ``xie2019-hiv-tuning``."""
+    Every GPOPE run is calibrated by each of ``calibrations``
+    (:func:`~dprl.xie2019.privacy.calibrated_sigma`). ``tuned_steps[i][c][k]`` is the step
+    at ``batch_sizes[i]``, ``calibrations[c]`` and ``levels[k]`` (the last GTD2's, the same
+    under every calibration), chosen on public data by ``xie2019-hiv-tuning``. The N panel
+    runs GTD2 and GPOPE at ``panel_eps``, every step of the grid, for ``N = e m`` with ``e``
+    in ``panel_epochs`` at ``m = panel_m`` (None: no panel)."""
 
     policy_scale: str = "paper"
     temperature: float = BEHAVIOUR_TEMPERATURE
     order: int = 2
     eps_levels: tuple[float, ...] = (1.0, 3.0, 10.0)
     delta: float = 1e-5
-    batch_sizes: tuple[int, ...] = (50, 100, 200, 400)
+    calibrations: tuple[str, ...] = ("paper", "tightest")
+    batch_sizes: tuple[int, ...] = (50, 100, 200, 400, 1000)
     epochs: float = 10.0
     clip: float = 1e7
-    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))
-    tuned_steps: tuple[tuple[float, ...], ...] = ()
+    step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-10, 1))
+    tuned_steps: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    panel_m: int | None = None
+    panel_epochs: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)
+    panel_eps: float = 10.0
     reference_episodes: int = 2000
     reference_seed: int = 1
 
@@ -188,10 +197,14 @@ def _samples(config: HIVConfig, rngs: Sequence[np.random.Generator]
 
 
 def _check_sizes(config: HIVConfig) -> None:
+    """Increasing batch sizes (nested data sets) and known calibrations."""
     sizes = list(config.batch_sizes)
     if not sizes or sizes != sorted(set(sizes)):
         raise ValueError(f"batch_sizes must be increasing (data sets are nested: the first m "
                          f"patients), got {config.batch_sizes}")
+    if not config.calibrations or not set(config.calibrations) <= set(CALIBRATIONS):
+        raise ValueError(f"calibrations must be names of {CALIBRATIONS}, got "
+                         f"{config.calibrations}")
 
 
 def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
@@ -200,20 +213,34 @@ def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
     return trajectories, table, prepare(trajectories, table, gamma, ratios)
 
 
+def _add(table: RunTable, step: float, eps: float, calibration: str) -> int:
+    """The column of a run: GPOPE names its calibration; GTD2 (``eps = inf``, no noise) is
+    one run whatever the calibration."""
+    return table.add(step, eps) if math.isinf(eps) else table.add(step, eps, calibration)
+
+
+def _grid_runs(config: HIVConfig, table: RunTable, levels: Sequence[float]) -> np.ndarray:
+    """Columns ``(calibrations, levels, steps)`` of every step of the grid at ``levels``."""
+    return np.array([[[_add(table, step, eps, calibration) for step in config.step_grid]
+                      for eps in levels] for calibration in config.calibrations])
+
+
 def tuning_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
                   ) -> dict[str, np.ndarray]:
-    """MSPBE ``(sizes, levels, steps)`` per (public) trial of GPOPE at each of
-    ``eps_levels`` and GTD2 (the last level), every step of the grid."""
+    """MSPBE ``(sizes, calibrations, levels, steps)`` per (public) trial of GPOPE at each of
+    ``eps_levels`` under each calibration and GTD2 (the last level, the same runs under
+    every calibration), every step of the grid."""
     _check_sizes(config)
     ref = reference(config)
     data, ratios = _samples(config, rngs)
-    values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
-                       len(config.step_grid)))
-    runs = [(step, eps) for eps in config.levels for step in config.step_grid]
+    values = np.empty((len(rngs), len(config.batch_sizes), len(config.calibrations),
+                       len(config.levels), len(config.step_grid)))
     for i, m in enumerate(config.batch_sizes):
         *_, prepared = _prepared(config, data.first(m), ratios[:, :m], ref.features)
-        values[:, i] = runs_mspbe(config, prepared, ref.statistics, rngs, (_RUN, i),
-                                  runs).reshape(values[:, i].shape)
+        table = RunTable()
+        columns = _grid_runs(config, table, config.levels)
+        values[:, i] = table.compute(config, prepared, ref.statistics, rngs,
+                                     (_RUN, m))[:, columns]
     return {"mspbe": values}
 
 
@@ -224,27 +251,57 @@ def _start_values(theta: np.ndarray, features, mdp: HIVTreatmentMDP) -> np.ndarr
     return (theta * phi).sum(axis=-1)
 
 
+def _check_steps(config: HIVConfig) -> None:
+    """Tuned steps ``(sizes, calibrations, levels)``, one GTD2 step per size; the panel's
+    ``m`` one of ``batch_sizes`` and its ``eps`` one of ``eps_levels``."""
+    shape = (len(config.batch_sizes), len(config.calibrations), len(config.levels))
+    steps = config.tuned_steps
+    if np.shape(steps) != shape or any(len({row[-1] for row in size}) != 1 for size in steps):
+        raise ValueError(f"tuned_steps must give one step per batch size, calibration and "
+                         f"level {shape}, the same GTD2 step under every calibration, got "
+                         f"{steps}")
+    if config.panel_m not in (None, *config.batch_sizes) or (
+            config.panel_eps not in config.eps_levels):
+        raise ValueError("panel_m must be one of batch_sizes (or None) and panel_eps one of "
+                         "eps_levels")
+
+
+def _n_panel(config: HIVConfig, prepared: Prepared, ref: Reference, rngs,
+             out: dict[str, np.ndarray]) -> None:
+    """MSPBE of GTD2 ``(epochs, steps)`` and of GPOPE at ``panel_eps`` ``(epochs,
+    calibrations, steps)`` for every ``N = e m`` of ``panel_epochs``: whether more (or
+    fewer) iterations than the main runs' would have helped."""
+    out["panel_gtd2"] = np.empty((len(rngs), len(config.panel_epochs), len(config.step_grid)))
+    out["panel_gpope"] = np.empty((len(rngs), len(config.panel_epochs),
+                                   len(config.calibrations), len(config.step_grid)))
+    for e, epochs in enumerate(config.panel_epochs):
+        table = RunTable()
+        gtd2 = [table.add(step, math.inf) for step in config.step_grid]
+        gpope = _grid_runs(config, table, (config.panel_eps,))[:, 0]
+        values = table.compute(dataclasses.replace(config, epochs=epochs), prepared,
+                               ref.statistics, rngs, (_PANEL, e))
+        out["panel_gtd2"][:, e], out["panel_gpope"][:, e] = values[:, gtd2], values[:, gpope]
+
+
 def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
                ) -> dict[str, np.ndarray]:
     """Per trial, at every batch size: the MSPBE and the start-state value estimate of GPOPE
-    ``(sizes, eps_levels)`` at the tuned steps, of GTD2 (same ``N``) and WIS-LSTD
-    ``(sizes,)``; the condition number of the data set's ``C`` in the decorrelated and the
-    base features ``(sizes,)``. Per trial ``()``: the MSPBE of ``theta = 0``; the behaviour's
-    mean ratio and fraction of target actions; the fraction of the per-trajectory gradients
-    ``||B_i||`` above ``h`` at ``theta = w = 0`` and at WIS-LSTD's solution (with ``w = 0``,
-    the data set's saddle point), at the largest ``m``; and, the same in every trial, the
-    condition number of the reference ``C`` in the base features, the norm bound of the
-    decorrelated features and the eigenvalues ``(d,)`` of the reference ``A^T C^{-1} A``
-    (the MSPBE's Hessian, which sets GTD2's rate)."""
+    ``(sizes, calibrations, eps_levels)`` at the tuned steps, of GTD2 (same ``N``) and
+    WIS-LSTD ``(sizes,)``; the condition number of the data set's ``C`` in the decorrelated
+    and the base features ``(sizes,)``; the N panel at ``panel_m`` (:func:`_n_panel`). Per
+    trial ``()``: the MSPBE of ``theta = 0``; the behaviour's mean ratio and fraction of
+    target actions; the fraction of the per-trajectory gradients ``||B_i||`` above ``h`` at
+    ``theta = w = 0`` and at WIS-LSTD's solution (with ``w = 0``, the data set's saddle
+    point), at the largest ``m``; and, the same in every trial, the condition number of the
+    reference ``C`` in the base features, the norm bound of the decorrelated features and the
+    eigenvalues ``(d,)`` of the reference ``A^T C^{-1} A`` (the MSPBE's Hessian, which sets
+    GTD2's rate)."""
     _check_sizes(config)
-    sizes, levels = len(config.batch_sizes), len(config.levels)
-    steps = config.tuned_steps
-    if len(steps) != sizes or any(len(row) != levels for row in steps):
-        raise ValueError(f"tuned_steps must give one step per batch size and level "
-                         f"({sizes} x {levels}), got {steps}")
+    _check_steps(config)
     ref, mdp, n = reference(config), hiv_mdp(config.policy_scale), len(rngs)
     data, ratios = _samples(config, rngs)
-    out = {name: np.empty((n, sizes, levels - 1)) for name in ("gpope", "gpope_start")}
+    sizes, shape = len(config.batch_sizes), (len(config.calibrations), len(config.eps_levels))
+    out = {name: np.empty((n, sizes, *shape)) for name in ("gpope", "gpope_start")}
     out |= {name: np.empty((n, sizes)) for name in
             ("gtd2", "gtd2_start", "wis_lstd", "wis_lstd_start", "condition",
              "base_condition")}
@@ -252,10 +309,16 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
     for i, m in enumerate(config.batch_sizes):
         trajectories, table, prepared = _prepared(config, data.first(m), ratios[:, :m],
                                                   ref.features)
-        theta = run_thetas(config, prepared, rngs, (_RUN, i), list(zip(steps[i], config.levels)))
+        runs = RunTable()
+        levels = np.array([[_add(runs, step, eps, calibration)
+                            for step, eps in zip(row, config.levels)]
+                           for row, calibration in zip(config.tuned_steps[i],
+                                                       config.calibrations)])
+        theta = run_thetas(config, prepared, rngs, (_RUN, m), list(runs.runs))
         values, start = scored(theta, ref.statistics), _start_values(theta, ref.features, mdp)
-        out["gpope"][:, i], out["gtd2"][:, i] = values[:, :-1], values[:, -1]
-        out["gpope_start"][:, i], out["gtd2_start"][:, i] = start[:, :-1], start[:, -1]
+        out["gpope"][:, i], out["gtd2"][:, i] = values[:, levels[:, :-1]], values[:, levels[0, -1]]
+        out["gpope_start"][:, i] = start[:, levels[:, :-1]]
+        out["gtd2_start"][:, i] = start[:, levels[0, -1]]
         wis = wis_lstd(trajectories, table, mdp.gamma, ratios[:, :m],
                        normalisation="trajectories")
         out["wis_lstd"][:, i] = scored(wis, ref.statistics)
@@ -264,6 +327,8 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
         base_C = np.einsum("ij,djk,lk->dil", transform, C, transform)
         out["condition"][:, i] = np.linalg.cond(C)
         out["base_condition"][:, i] = np.linalg.cond(base_C)
+        if m == config.panel_m:
+            _n_panel(config, prepared, ref, rngs, out)
     d = ref.features.n_features
     out["mspbe_zero"] = np.full(n, mspbe(np.zeros(d), *ref.statistics))
     out["reference_condition"] = np.full(n, ref.base_condition)
@@ -283,8 +348,7 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
 _SMOKE = dict(policy_scale="smoke", eps_levels=(10.0,), batch_sizes=(5, 10), epochs=2.0,
               step_grid=(1e-2, 1e-1), reference_episodes=40)
 
-_TUNED = ((1e-4, 1e-3, 10**-2.5, 10**-0.5), (10**-3.5, 1e-3, 1e-2, 10**-0.5),
-          (1e-4, 1e-2, 1e-2, 10**-0.5), (10**-2.5, 1e-2, 1e-2, 10**-0.5))
+_TUNED = ((((1e-1, 1e-1),) * 2),) * 2
 
 TUNING = register(Experiment(
     id="xie2019-hiv-tuning",
@@ -298,16 +362,16 @@ HIV = register(Experiment(
     id="xie2019-hiv",
     title="Xie et al. (2019), Fig. 4: off-policy GPOPE on the HIV simulator",
     chapter="book/xie2019/hiv.ipynb",
-    configs={"smoke": HIVConfig(n_trials=2, root_seed=2019, batch_size=2,
-                                tuned_steps=((1e-1, 1e-1),) * 2, **_SMOKE),
+    configs={"smoke": HIVConfig(n_trials=2, root_seed=2019, batch_size=2, panel_m=10,
+                                tuned_steps=(((1e-1, 1e-1),) * 2,) * 2, **_SMOKE),
              # tuned(xie2019-hiv-tuning) (tested)
-             "paper": HIVConfig(n_trials=100, root_seed=2019, batch_size=5,
+             "paper": HIVConfig(n_trials=50, root_seed=2019, batch_size=5, panel_m=400,
                                 tuned_steps=_TUNED)},
     run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
 
 
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
-          ) -> tuple[tuple[float, ...], ...]:
+          ) -> tuple[tuple[tuple[float, ...], ...], ...]:
     """The ``tuned_steps`` of the private runs from a ``xie2019-hiv-tuning`` result."""
     return tuned_steps(result["mspbe"], step_grid)
 
