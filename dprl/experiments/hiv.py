@@ -47,7 +47,8 @@ from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, prepare
 from dprl.xie2019.gpope import gradient_norms
 from dprl.xie2019.baselines import episode_statistics, wis_lstd
-from dprl.xie2019.privacy import CALIBRATIONS
+from dprl.xie2019.privacy import (CALIBRATIONS, calibrated_sigma, lemma1_sigma,
+                                  tightest_epsilon)
 
 _DATA, _RUN, _PANEL = 0, 2, 3  # first names of a trial's data, run and N-panel streams
 
@@ -283,6 +284,26 @@ def _n_panel(config: HIVConfig, prepared: Prepared, ref: Reference, rngs,
         out["panel_gtd2"][:, e], out["panel_gpope"][:, e] = values[:, gtd2], values[:, gpope]
 
 
+@lru_cache(maxsize=64)
+def _paper_epsilon(eps: float, delta: float, n_iterations: int, m: int) -> float:
+    """The eps at ``delta`` that the paper's sigma (Lemma 1) certifies by the tightest sound
+    accountant (replace-one, sensitivity ``2h``), cached per process."""
+    return tightest_epsilon(lemma1_sigma(eps, delta, n_iterations, m), delta, n_iterations, m)
+
+
+def _noise(config: HIVConfig, n: int) -> dict[str, np.ndarray]:
+    """The same in every trial: GPOPE's ``sigma`` ``(sizes, calibrations, eps_levels)`` (in
+    units of ``h``, for ``N = epochs * m``) and :func:`_paper_epsilon` ``(sizes,
+    eps_levels)``."""
+    iterations = [max(1, round(config.epochs * m)) for m in config.batch_sizes]
+    sigma = [[[calibrated_sigma(calibration, eps, config.delta, N, m) for eps in config.eps_levels]
+              for calibration in config.calibrations]
+             for N, m in zip(iterations, config.batch_sizes)]
+    paper = [[_paper_epsilon(eps, config.delta, N, m) for eps in config.eps_levels]
+             for N, m in zip(iterations, config.batch_sizes)]
+    return {"sigma": np.tile(sigma, (n, 1, 1, 1)), "paper_epsilon": np.tile(paper, (n, 1, 1))}
+
+
 def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
                ) -> dict[str, np.ndarray]:
     """Per trial, at every batch size: the MSPBE and the start-state value estimate of GPOPE
@@ -292,10 +313,10 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
     trial ``()``: the MSPBE of ``theta = 0``; the behaviour's mean ratio and fraction of
     target actions; the fraction of the per-trajectory gradients ``||B_i||`` above ``h`` at
     ``theta = w = 0`` and at WIS-LSTD's solution (with ``w = 0``, the data set's saddle
-    point), at the largest ``m``; and, the same in every trial, the condition number of the
-    reference ``C`` in the base features, the norm bound of the decorrelated features and the
-    eigenvalues ``(d,)`` of the reference ``A^T C^{-1} A`` (the MSPBE's Hessian, which sets
-    GTD2's rate)."""
+    point), at the largest ``m``; and, the same in every trial, the noise (:func:`_noise`),
+    the condition number of the reference ``C`` in the base features, the norm bound of the
+    decorrelated features and the eigenvalues ``(d,)`` of the reference ``A^T C^{-1} A`` (the
+    MSPBE's Hessian, which sets GTD2's rate)."""
     _check_sizes(config)
     _check_steps(config)
     ref, mdp, n = reference(config), hiv_mdp(config.policy_scale), len(rngs)
@@ -329,6 +350,7 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
         out["base_condition"][:, i] = np.linalg.cond(base_C)
         if m == config.panel_m:
             _n_panel(config, prepared, ref, rngs, out)
+    out |= _noise(config, n)
     d = ref.features.n_features
     out["mspbe_zero"] = np.full(n, mspbe(np.zeros(d), *ref.statistics))
     out["reference_condition"] = np.full(n, ref.base_condition)
