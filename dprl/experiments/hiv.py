@@ -370,7 +370,13 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
 _SMOKE = dict(policy_scale="smoke", eps_levels=(10.0,), batch_sizes=(5, 10), epochs=2.0,
               step_grid=(1e-2, 1e-1), reference_episodes=40)
 
-_TUNED = ((((1e-1, 1e-1),) * 2),) * 2
+#: tuned(xie2019-hiv-tuning) as half-decade exponents k (step 10^(k/2)): per batch size, per
+#: calibration (paper, tightest), eps = 1, 3, 10 and GTD2
+_TUNED_EXPONENTS = (((-6, -4, -3, -1), (-8, -10, -9, -1)), ((-8, -4, -3, -1), (-10, -5, -4, -1)),
+                    ((-5, -4, -2, -1), (-8, -4, -4, -1)), ((-4, -2, -2, -1), (-5, -4, -4, -1)),
+                    ((-3, -2, -1, -1), (-5, -4, -3, -1)))
+_TUNED = tuple(tuple(tuple(float(10 ** (k / 2)) for k in row) for row in size)
+               for size in _TUNED_EXPONENTS)
 
 TUNING = register(Experiment(
     id="xie2019-hiv-tuning",
