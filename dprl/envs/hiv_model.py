@@ -15,7 +15,10 @@ The integrator (:func:`integrate`) is the linearly implicit Euler method extrapo
 harmonic sequence 1, ..., 10 (Deuflhard 1985; Hairer & Wanner, Solving ODEs II, Sec. IV.9,
 the fixed-order core of SEULEX) with the exact Jacobian, applied to ``y = ln x`` so the state
 stays positive and the error control is relative. Every patient has its own adaptive step
-size; all patients, and the ten sub-step sequences of each step, advance together in numpy.
+size; all patients (in blocks of ``_BLOCK``), and the ten sub-step sequences of each step,
+advance together in numpy. The linear systems ``I - h J`` are inverted by Gauss-Jordan
+elimination that skips the Jacobian's structural zeros (:data:`_PATTERN`): the same bits as
+the dense elimination, in about a third of the operations.
 """
 
 from __future__ import annotations

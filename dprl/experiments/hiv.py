@@ -9,19 +9,21 @@ behaviour patients, simulated all at once.
   basis on ``log10`` T1, V, E; 10 features, each in ``[-1, 1]``) decorrelated on public data
   (:class:`dprl.features.DecorrelatedFeatures` with the ``C`` of the reference sample), so
   that ``C`` is near the identity on every data set instead of having condition number ~1e4.
-- ``xie2019-hiv-tuning``: the constant step of GPOPE at every privacy level, and of GTD2,
-  chosen on *public* data (another root seed) for every batch size.
-- ``xie2019-hiv``: GPOPE at every level, GTD2 (same ``N``) and WIS-LSTD against ``m``; their
-  MSPBE, their estimate of the value of the start state, the conditioning of ``C`` on every
-  data set, and the behaviour's importance ratios.
+- ``xie2019-hiv-tuning``: the constant step of GPOPE at every privacy level and calibration,
+  and of GTD2, chosen on *public* data (another root seed) for every batch size.
+- ``xie2019-hiv``: GPOPE at every level under both calibrations, GTD2 (same ``N``) and
+  WIS-LSTD against ``m``; their MSPBE, their estimate of the value of the start state, the
+  conditioning of ``C`` on every data set, the behaviour's importance ratios, GPOPE's noise,
+  and an N panel (GTD2 and GPOPE for ``N = m .. 30 m`` at one ``m``).
 
 GPOPE runs ``N = epochs * m`` iterations with clipping bound ``h = clip`` in reward units
 (rewards are ~1e8 per step under the evaluated policy; the per-trajectory gradients' median
 norm is ~3e7 on public data, so clipping changes most updates) and the noise calibrated for
-that ``N`` by the full accountant. Every run (batch size, level, step) draws from its own
-named stream of the trial. The MSPBE is taken under ``A, b, C`` (Eq. 2.1) of
-``reference_episodes`` public behaviour episodes (``reference_seed``), the sample that also
-decorrelates the features.
+that ``N`` by the paper's Lemma 1 (``"paper"``, sensitivity ``h``) and by the tightest sound
+accountant (``"tightest"``, WBK Thm. 27, sensitivity ``2h``). Every run (batch size, level,
+step, calibration) draws from its own named stream of the trial. The MSPBE is taken under
+``A, b, C`` (Eq. 2.1) of ``reference_episodes`` public behaviour episodes
+(``reference_seed``), the sample that also decorrelates the features.
 """
 
 from __future__ import annotations
