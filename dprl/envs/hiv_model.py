@@ -18,7 +18,7 @@ stays positive and the error control is relative. Every patient has its own adap
 size; all patients (in blocks of ``_BLOCK``), and the ten sub-step sequences of each step,
 advance together in numpy. The linear systems ``I - h J`` are inverted by Gauss-Jordan
 elimination that skips the Jacobian's structural zeros (:data:`_PATTERN`): the same bits as
-the dense elimination, in about a third of the operations.
+the dense elimination, with 84 instead of 216 multiply-subtracts per matrix.
 """
 
 from __future__ import annotations
