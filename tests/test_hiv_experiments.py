@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from dprl.control.fitted_q import action_values
-from dprl.envs.episodes import feature_table
+from dprl.envs.episodes import feature_table, importance_ratios
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.experiments import load, status
 from dprl.experiments.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp, hiv_trials,
                                   reference, reward_range, tuned, tuning_trials)
-from dprl.experiments.hiv_policy import POLICY, behaviour_probabilities, policy_weights
+from dprl.experiments.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
+                                         target_policy)
 from dprl.experiments.off_policy import RunTable, scored, step_key, tuned_steps
 from dprl.seeding import trial_generators
 from dprl.xie2019.baselines import episode_statistics
@@ -77,6 +78,8 @@ def test_behaviour_data_record_the_softmax_and_the_ratios_of_the_greedy_target(s
     greedy = action_values(weights, q_features(2), observations).argmax(axis=1)
     expected = np.where(taken == greedy, 1 / probs[np.arange(taken.size), taken], 0.0)
     np.testing.assert_allclose(rho.ravel(), expected, rtol=1e-12)
+    # logged while simulating: the ratios of a second pass with the greedy target
+    np.testing.assert_array_equal(rho, importance_ratios(target_policy(weights, 2), data))
     positive = rho[rho > 0]
     assert positive.min() >= 1 - 1e-12 and positive.max() <= 4 + 1e-12  # greedy is most probable
 
