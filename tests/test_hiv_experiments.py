@@ -14,7 +14,7 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.experiments import load, status
 from dprl.experiments.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp, hiv_trials,
-                                  reference, reward_range, tuned, tuning_trials)
+                                  mean_ratios, reference, reward_range, tuned, tuning_trials)
 from dprl.experiments.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
                                          target_policy)
 from dprl.experiments.off_policy import RunTable, scored, step_key, tuned_steps
@@ -82,6 +82,19 @@ def test_behaviour_data_record_the_softmax_and_the_ratios_of_the_greedy_target(s
     np.testing.assert_array_equal(rho, importance_ratios(target_policy(weights, 2), data))
     positive = rho[rho > 0]
     assert positive.min() >= 1 - 1e-12 and positive.max() <= 4 + 1e-12  # greedy is most probable
+
+
+def test_a_trial_is_the_same_bits_alone_and_in_a_batch(smoke):
+    """Each group of a batched simulation is its own call's bits, and so is its mean ratio
+    (the spot-checks recompute one trial alone), which is the mean of the ratios."""
+    batched = behaviour_data("smoke", smoke.temperature, 4, trial_generators(9, 2))[1]
+    for k in range(2):
+        alone = behaviour_data("smoke", smoke.temperature, 4, [trial_generators(9, 2)[k]])[1]
+        assert np.array_equal(alone[0], batched[k])
+        assert mean_ratios(alone)[0] == mean_ratios(batched)[k]
+    np.testing.assert_allclose(mean_ratios(batched), batched.mean(axis=(1, 2)), rtol=1e-14)
+    layouts = np.random.default_rng(2).random((3, 50, 20))
+    assert np.array_equal(mean_ratios(layouts), mean_ratios(np.asfortranarray(layouts)))
 
 
 def test_reference_decorrelates_the_features_on_its_sample(smoke):

@@ -254,6 +254,15 @@ def _start_values(theta: np.ndarray, features, mdp: HIVTreatmentMDP) -> np.ndarr
     return (theta * phi).sum(axis=-1)
 
 
+def mean_ratios(ratios: np.ndarray) -> np.ndarray:
+    """Each data set's mean importance ratio, ``ratios`` ``(trials, m, H)``: summed over the
+    patients at each step, then over the steps in order, so that a trial's bits depend
+    neither on its batch nor on the array's layout (a mean over both axes at once sums in
+    memory order, which differs between a batch and one trial alone)."""
+    return np.array([np.cumsum(np.asfortranarray(r).sum(axis=0))[-1] / r.size
+                     for r in ratios])
+
+
 def _check_steps(config: HIVConfig) -> None:
     """Tuned steps ``(sizes, calibrations, levels)``, one GTD2 step per size; the panel's
     ``m`` one of ``batch_sizes`` and its ``eps`` one of ``eps_levels``."""
@@ -364,7 +373,7 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
         norms = gradient_norms(trajectories, table, mdp.gamma, point, np.zeros((n, d)),
                                ratios[:, :m])
         out[name] = (norms > config.clip).mean(axis=-1)
-    out["ratio_mean"] = ratios.mean(axis=(1, 2))
+    out["ratio_mean"] = mean_ratios(ratios)
     out["target_fraction"] = (ratios > 0).mean(axis=(1, 2))
     return out
 
@@ -407,4 +416,4 @@ def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
 
 
 __all__ = ["HIV", "TUNING", "HIVConfig", "Reference", "behaviour_data", "hiv_mdp",
-           "hiv_trials", "reference", "reward_range", "tuned", "tuning_trials"]
+           "hiv_trials", "mean_ratios", "reference", "reward_range", "tuned", "tuning_trials"]
