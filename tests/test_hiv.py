@@ -9,9 +9,10 @@ from gymnasium.utils.env_checker import check_env
 from scipy.optimize import root
 
 from dprl.envs.hiv import ERNST_ACTIONS, HIVEpisodes, HIVTreatmentEnv, HIVTreatmentMDP
-from dprl.envs.hiv_model import (HEALTHY_STEADY_STATE, UNHEALTHY_STEADY_STATE, HIVConstants,
-                                 _invert, derivatives, fixed_point, integrate,
-                                 integrate_reference, jacobian)
+from dprl.bench import _previous_invert, previous_hiv_integrator
+from dprl.envs.hiv_model import (_NONZERO, HEALTHY_STEADY_STATE, UNHEALTHY_STEADY_STATE,
+                                 HIVConstants, _invert, _log_jacobian, _rates, derivatives,
+                                 fixed_point, integrate, integrate_reference, jacobian)
 
 NO_DRUG = np.zeros((1, 2))
 TEST_ID = "dprl-test/HIVTreatment-v0"
@@ -97,16 +98,55 @@ def test_inputs_are_validated():
         integrate(good, NO_DRUG, 0.0)
 
 
+def _patterned(matrices: np.ndarray) -> np.ndarray:
+    """``matrices`` ``(6, 6, N)`` with the entries outside the Jacobian's pattern zeroed."""
+    mask = np.zeros((6, 6), dtype=bool)
+    for i, j in _NONZERO:
+        mask[i, j] = True
+    return np.where(mask[:, :, None], matrices, 0.0)
+
+
 def test_invert_pivots_where_the_diagonal_fails():
-    """The diagonal Gauss-Jordan path and its LAPACK fallback (a zero pivot), and NaN for a
-    singular matrix."""
+    """The diagonal Gauss-Jordan path and its LAPACK fallback (a zero pivot: rows 0 and 4
+    swapped), and NaN for a singular matrix, on matrices with the Jacobian's pattern."""
     rng = np.random.default_rng(3)
-    A = np.eye(6)[:, :, None] + 0.1 * rng.normal(size=(6, 6, 5))
-    A[:, :, 1] = np.eye(6)[::-1]
+    A = _patterned(np.eye(6)[:, :, None] + 0.1 * rng.normal(size=(6, 6, 5)))
+    A[:, :, 1] = np.eye(6)
+    A[[0, 4], [0, 4], 1], A[[0, 4], [4, 0], 1] = 0.0, 1.0
     inverse = _invert(A)
     assert np.allclose(np.einsum("ijn,jkn->ikn", A, inverse), np.eye(6)[:, :, None],
                        atol=1e-12)
     assert np.all(np.isnan(_invert(np.zeros((6, 6, 1)))))
+
+
+def test_pattern_holds_every_nonzero_of_the_jacobian(random_episodes):
+    """The structural zeros that the integrator skips are zeros of the Jacobian at every
+    visited state and action; the pattern's entries are nonzero there."""
+    states, efficacies = visited(random_episodes, 500, seed=4)
+    J = jacobian(states, efficacies)
+    nonzero = np.zeros((6, 6), dtype=bool)
+    nonzero[tuple(np.array(_NONZERO).T)] = True
+    assert np.all(J[:, ~nonzero] == 0)
+    assert np.all(np.any(J != 0, axis=0)[nonzero])
+
+
+def test_sparse_elimination_and_integrator_are_the_previous_ones_bit_for_bit(random_episodes):
+    """Gauss-Jordan skipping the structural zeros gives the dense elimination's bits on the
+    iteration matrices I - h J of visited states (several h, some past the pivot guard), and
+    the integrator its previous implementation's (bench hiv-integrator-speed's reference)."""
+    states, efficacies = visited(random_episodes, 200, seed=5)
+    y = np.log(states).T
+    rates = _rates(efficacies, HIVConstants())
+    _, Jg = _log_jacobian(y, rates, HIVConstants())
+    h = np.geomspace(1e-3, 50.0, 7)[:, None, None]
+    W = np.moveaxis(np.eye(6)[None, :, :, None] - h[..., None] * Jg[None], 0, 2)
+    W = W.reshape(6, 6, -1)
+    assert np.array_equal(_invert(W).view(np.int64), _previous_invert(W).view(np.int64))
+    plan = random_episodes.actions[:40, :3]
+    current = HIVTreatmentMDP().simulate_actions(plan).observations
+    with previous_hiv_integrator():
+        previous = HIVTreatmentMDP().simulate_actions(plan).observations
+    assert np.array_equal(current.view(np.int64), previous.view(np.int64))
 
 
 # --- the integrator against scipy ----------------------------------------------------------

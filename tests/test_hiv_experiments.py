@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from dprl.control.fitted_q import action_values
-from dprl.envs.episodes import feature_table
+from dprl.envs.episodes import feature_table, importance_ratios
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.experiments import load, status
 from dprl.experiments.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp, hiv_trials,
-                                  reference, reward_range, tuned, tuning_trials)
-from dprl.experiments.hiv_policy import POLICY, behaviour_probabilities, policy_weights
+                                  mean_ratios, reference, reward_range, tuned, tuning_trials)
+from dprl.experiments.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
+                                         target_policy)
 from dprl.experiments.off_policy import RunTable, scored, step_key, tuned_steps
 from dprl.seeding import trial_generators
 from dprl.xie2019.baselines import episode_statistics
@@ -77,8 +78,23 @@ def test_behaviour_data_record_the_softmax_and_the_ratios_of_the_greedy_target(s
     greedy = action_values(weights, q_features(2), observations).argmax(axis=1)
     expected = np.where(taken == greedy, 1 / probs[np.arange(taken.size), taken], 0.0)
     np.testing.assert_allclose(rho.ravel(), expected, rtol=1e-12)
+    # logged while simulating: the ratios of a second pass with the greedy target
+    np.testing.assert_array_equal(rho, importance_ratios(target_policy(weights, 2), data))
     positive = rho[rho > 0]
     assert positive.min() >= 1 - 1e-12 and positive.max() <= 4 + 1e-12  # greedy is most probable
+
+
+def test_a_trial_is_the_same_bits_alone_and_in_a_batch(smoke):
+    """Each group of a batched simulation is its own call's bits, and so is its mean ratio
+    (the spot-checks recompute one trial alone), which is the mean of the ratios."""
+    batched = behaviour_data("smoke", smoke.temperature, 4, trial_generators(9, 2))[1]
+    for k in range(2):
+        alone = behaviour_data("smoke", smoke.temperature, 4, [trial_generators(9, 2)[k]])[1]
+        assert np.array_equal(alone[0], batched[k])
+        assert mean_ratios(alone)[0] == mean_ratios(batched)[k]
+    np.testing.assert_allclose(mean_ratios(batched), batched.mean(axis=(1, 2)), rtol=1e-14)
+    layouts = np.random.default_rng(2).random((3, 50, 20))
+    assert np.array_equal(mean_ratios(layouts), mean_ratios(np.asfortranarray(layouts)))
 
 
 def test_reference_decorrelates_the_features_on_its_sample(smoke):
@@ -95,20 +111,47 @@ def test_reference_decorrelates_the_features_on_its_sample(smoke):
 
 
 def test_a_run_is_the_same_bits_in_the_tuning_and_in_fig4(smoke):
+    """Each (size, calibration, level) run of Fig. 4 is the tuning's run at the tuned step;
+    GTD2 is one run under both calibrations."""
     tuning = tuning_trials(smoke, trial_generators(5, 1))["mspbe"]
     result = hiv_trials(smoke, trial_generators(5, 1))
-    for i, steps in enumerate(smoke.tuned_steps):
-        columns = [smoke.step_grid.index(step) for step in steps]
-        expected = tuning[0, i, np.arange(len(steps)), columns]
-        assert np.array_equal(result["gpope"][0, i], expected[:-1])
-        assert result["gtd2"][0, i] == expected[-1]
+    assert smoke.calibrations == ("paper", "tightest")
+    assert np.array_equal(tuning[:, :, 0, -1], tuning[:, :, 1, -1])
+    for i, size in enumerate(smoke.tuned_steps):
+        for c, steps in enumerate(size):
+            columns = [smoke.step_grid.index(step) for step in steps]
+            expected = tuning[0, i, c, np.arange(len(steps)), columns]
+            assert np.array_equal(result["gpope"][0, i, c], expected[:-1])
+            assert result["gtd2"][0, i] == expected[-1]
     assert np.all(result["mspbe_zero"] > 0) and np.all(result["wis_lstd"] > 0)
     assert np.all(result["condition"] < result["base_condition"])
 
 
+def test_the_calibrations_differ_and_the_n_panel_reruns_the_main_runs(smoke):
+    """The paper's sigma (Lemma 1, sensitivity h) is below the tightest sound one, so the
+    two GPOPE runs differ; the N panel has one GTD2 and one GPOPE run per calibration for
+    every N and step, and longer runs are other runs."""
+    config = dataclasses.replace(smoke, panel_epochs=(1.0, smoke.epochs))
+    result = hiv_trials(config, trial_generators(5, 1))
+    assert np.all(result["gpope"][:, :, 0] != result["gpope"][:, :, 1])
+    assert result["panel_gtd2"].shape == (1, 2, len(config.step_grid))
+    assert result["panel_gpope"].shape == (1, 2, 2, len(config.step_grid))
+    assert np.all(np.isfinite(result["panel_gtd2"]))
+    assert np.all(result["panel_gtd2"][:, 0] != result["panel_gtd2"][:, 1])
+
+
 def test_configs_are_checked(smoke):
-    with pytest.raises(ValueError, match="one step per batch size and level"):
+    with pytest.raises(ValueError, match="one step per batch size, calibration and level"):
         hiv_trials(dataclasses.replace(smoke, tuned_steps=((0.1,),)), trial_generators(0, 1))
+    different_gtd2 = (((1e-1, 1e-1), (1e-1, 1e-2)),) * 2
+    with pytest.raises(ValueError, match="the same GTD2 step"):
+        hiv_trials(dataclasses.replace(smoke, tuned_steps=different_gtd2),
+                   trial_generators(0, 1))
+    with pytest.raises(ValueError, match="panel_m"):
+        hiv_trials(dataclasses.replace(smoke, panel_m=7), trial_generators(0, 1))
+    with pytest.raises(ValueError, match="calibrations"):
+        tuning_trials(dataclasses.replace(smoke, calibrations=("lemma",)),
+                      trial_generators(0, 1))
     with pytest.raises(ValueError, match="increasing"):
         tuning_trials(dataclasses.replace(smoke, batch_sizes=(10, 5)), trial_generators(0, 1))
     assert smoke.levels[-1] == math.inf
@@ -123,7 +166,7 @@ def test_tuned_steps_are_the_argmins_of_the_public_tuning_run():
 
 def test_private_and_public_configs_differ_only_where_they_must():
     tuning, paper = TUNING.config("paper"), HIV.config("paper")
-    different = {"n_trials", "root_seed", "batch_size", "tuned_steps"}
+    different = {"n_trials", "root_seed", "batch_size", "tuned_steps", "panel_m"}
     for field in dataclasses.fields(HIVConfig):
         if field.name not in different:
             assert getattr(tuning, field.name) == getattr(paper, field.name), field.name

@@ -77,9 +77,16 @@ class SoftmaxPolicy:
         object.__setattr__(self, "temperature",
                            require_positive("temperature", self.temperature))
 
-    def probabilities(self, observations: np.ndarray) -> np.ndarray:
-        """``(n, A)`` action probabilities at ``observations`` ``(n, d_obs)``."""
-        z = self.features(observations) @ self.weights.T / self.temperature
+    def action_values(self, observations: np.ndarray) -> np.ndarray:
+        """``(n, A)`` linear action values ``w_a . phi(o)`` at ``observations`` ``(n, d_obs)``."""
+        return self.features(observations) @ self.weights.T
+
+    def probabilities(self, observations: np.ndarray,
+                      action_values: np.ndarray | None = None) -> np.ndarray:
+        """``(n, A)`` action probabilities at ``observations`` ``(n, d_obs)``, from their
+        :meth:`action_values` when given (the same bits)."""
+        q = self.action_values(observations) if action_values is None else action_values
+        z = q / self.temperature
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 

@@ -15,7 +15,10 @@ The integrator (:func:`integrate`) is the linearly implicit Euler method extrapo
 harmonic sequence 1, ..., 10 (Deuflhard 1985; Hairer & Wanner, Solving ODEs II, Sec. IV.9,
 the fixed-order core of SEULEX) with the exact Jacobian, applied to ``y = ln x`` so the state
 stays positive and the error control is relative. Every patient has its own adaptive step
-size; all patients, and the ten sub-step sequences of each step, advance together in numpy.
+size; all patients (in blocks of ``_BLOCK``), and the ten sub-step sequences of each step,
+advance together in numpy. The linear systems ``I - h J`` are inverted by Gauss-Jordan
+elimination that skips the Jacobian's structural zeros (:data:`_PATTERN`): the same bits as
+the dense elimination, with 84 instead of 216 multiply-subtracts per matrix.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ _SAFETY, _MAX_GROWTH, _MAX_SHRINK = 0.9, 4.0, 0.1
 _INITIAL_STEP = 0.05  # days
 _MAX_ITERATIONS = 100_000
 _MIN_PIVOT = 1e-3  # the diagonal of I - h J is >= 1; smaller pivots switch to LAPACK
+_BLOCK = 1024  # patients per extrapolation step (the working arrays stay in cache)
 
 
 def _extrapolation_weights(sequence: np.ndarray) -> np.ndarray:
@@ -163,18 +167,32 @@ def jacobian(states: np.ndarray, efficacies: np.ndarray,
 
 def _log_rhs(y: np.ndarray, rates: tuple[np.ndarray, ...], p: HIVConstants) -> np.ndarray:
     """The model in ``y = ln x``, ``g(y) = f(x) / x``, written out per component
-    (component-major; the rates broadcast against ``y[0]``)."""
+    (component-major; the rates broadcast against ``y[0]``), each component evaluated in
+    place, operation by operation as its formula reads (no temporaries per operation)."""
     t1, t2, i1, i2, v, e = np.exp(y)
     u1, u2, production = rates
     u1v, u2v, infected = u1 * v, u2 * v, i1 + i2
-    g = np.empty(y.shape)
-    g[0] = p.lambda1 / t1 - p.d1 - u1v
-    g[1] = p.lambda2 / t2 - p.d2 - u2v
-    g[2] = u1v * t1 / i1 - p.delta - p.m1 * e
-    g[3] = u2v * t2 / i2 - p.delta - p.m2 * e
-    g[4] = production * infected / v - p.c - p.rho1 * u1 * t1 - p.rho2 * u2 * t2
-    g[5] = (p.lambda_e / e + p.b_e * infected / (infected + p.k_b)
-            - p.d_e * infected / (infected + p.k_d) - p.delta_e)
+    g, work = np.empty(y.shape), np.empty(v.shape)
+    np.divide(p.lambda1, t1, out=g[0])  # lambda1 / t1 - d1 - u1 v
+    g[0] -= p.d1
+    g[0] -= u1v
+    np.divide(p.lambda2, t2, out=g[1])  # lambda2 / t2 - d2 - u2 v
+    g[1] -= p.d2
+    g[1] -= u2v
+    for row, uv, t, i, m in ((2, u1v, t1, i1, p.m1), (3, u2v, t2, i2, p.m2)):
+        np.multiply(uv, t, out=g[row])  # u v t / i - delta - m e
+        g[row] /= i
+        g[row] -= p.delta
+        g[row] -= np.multiply(m, e, out=work)
+    np.multiply(production, infected, out=g[4])  # production I / v - c - rho1 u1 t1 - ...
+    g[4] /= v
+    g[4] -= p.c
+    g[4] -= np.multiply(p.rho1 * u1, t1, out=work)
+    g[4] -= np.multiply(p.rho2 * u2, t2, out=work)
+    np.divide(p.lambda_e, e, out=g[5])  # lambda_E / E + bE I / (I + Kb) - dE I / (I + Kd) - ...
+    g[5] += np.divide(np.multiply(p.b_e, infected, out=work), infected + p.k_b, out=work)
+    g[5] -= np.divide(np.multiply(p.d_e, infected, out=work), infected + p.k_d, out=work)
+    g[5] -= p.delta_e
     return g
 
 
@@ -188,23 +206,50 @@ def _log_jacobian(y: np.ndarray, rates: tuple[np.ndarray, ...],
     return g, Jg
 
 
+def _elimination(pattern: tuple[tuple[int, ...], ...]
+                 ) -> tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]:
+    """The work of in-place Gauss-Jordan on the diagonal for matrices whose nonzeros lie in
+    ``pattern`` (row ``i``'s nonzero columns, diagonal included), found symbolically: per
+    pivot ``c``, the rows ``i != c`` with a nonzero in column ``c`` and the nonzero columns
+    of row ``c`` (with fill-in). Every other entry of the rank-one update is ``x - 0 y``."""
+    nonzero = np.zeros((6, 6), dtype=bool)
+    for i, columns in enumerate(pattern):
+        nonzero[i, list(columns)] = True
+    plan = []
+    for c in range(6):
+        rows = tuple(int(i) for i in np.flatnonzero(nonzero[:, c]) if i != c)
+        columns = tuple(int(j) for j in np.flatnonzero(nonzero[c]))
+        nonzero[np.ix_(rows, columns)] = True
+        plan.append((c, rows, columns))
+    return tuple(plan)
+
+
+# The nonzeros of the Jacobian (and of I - h J), row by row, read off the equations above.
+_PATTERN = ((0, 4), (1, 4), (0, 2, 4, 5), (1, 3, 4, 5), (0, 1, 2, 3, 4), (2, 3, 5))
+_NONZERO = tuple((i, j) for i, columns in enumerate(_PATTERN) for j in columns)
+_ELIMINATION = _elimination(_PATTERN)
+
+
 def _invert(A: np.ndarray) -> np.ndarray:
-    """Inverses of the 6 x 6 matrices ``A[:, :, k]`` (``A`` is ``(6, 6, N)``): in-place
-    Gauss-Jordan elimination on the diagonal, vectorised over ``k``; matrices that meet a
-    pivot below ``_MIN_PIVOT`` are inverted by LAPACK with partial pivoting instead (NaN if
-    singular, which makes the integrator reject the step)."""
+    """Inverses of the 6 x 6 matrices ``A[:, :, k]`` (``A`` is ``(6, 6, N)``, nonzero only in
+    :data:`_PATTERN`): in-place Gauss-Jordan elimination on the diagonal, vectorised over
+    ``k``, skipping the updates by structural zeros (:func:`_elimination`); matrices that
+    meet a pivot below ``_MIN_PIVOT`` are inverted by LAPACK with partial pivoting instead
+    (NaN if singular, which makes the integrator reject the step)."""
     inverse, smallest_pivot = A.copy(), np.full(A.shape[2], np.inf)
+    product = np.empty(A.shape[2])
     with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(6):
+        for c, rows, columns in _ELIMINATION:
             pivot = inverse[c, c].copy()
             smallest_pivot = np.fmin(smallest_pivot, np.abs(pivot))
-            inverse[c, c] = 1.0
-            inverse[c] /= pivot
-            factors = inverse[:, c].copy()
-            factors[c] = 0.0
-            inverse[:, c] = 0.0
-            inverse[c, c] = 1.0 / pivot
-            inverse -= factors[:, None] * inverse[c][None]
+            for j in columns:
+                inverse[c, j] = 1.0 / pivot if j == c else inverse[c, j] / pivot
+            for i in rows:
+                factor = inverse[i, c].copy()
+                inverse[i, c] = 0.0
+                for j in columns:
+                    np.multiply(factor, inverse[c, j], out=product)
+                    np.subtract(inverse[i, j], product, out=inverse[i, j])
     fallback = ~(smallest_pivot >= _MIN_PIVOT)
     if fallback.any():
         inverse[:, :, fallback] = _pivoted_inverse(A[:, :, fallback])
@@ -232,7 +277,9 @@ def _extrapolation_step(y: np.ndarray, H: np.ndarray, rates: tuple[np.ndarray, .
     g0, Jg = _log_jacobian(y, rates, p)
     k, m = _SEQUENCE.size, y.shape[1]
     h = H / _SEQUENCE[:, None]
-    W = np.eye(6)[:, :, None, None] - h * Jg[:, :, None, :]
+    W = np.zeros((6, 6, k, m))
+    for i, j in _NONZERO:
+        W[i, j] = float(i == j) - h * Jg[i, j]
     W_inv = _invert(W.reshape(6, 6, k * m)).reshape(6, 6, k, m)
     Z = _matvec(W_inv, h * g0[:, None])
     for i in range(1, _SEQUENCE[-1]):
@@ -240,6 +287,17 @@ def _extrapolation_step(y: np.ndarray, H: np.ndarray, rates: tuple[np.ndarray, .
         g = _log_rhs(y[:, None] + Z[:, s:], rates, p)
         Z[:, s:] += _matvec(W_inv[:, :, s:], h[s:] * g)
     return y + _combine(_WEIGHTS, Z), _combine(_ERROR_WEIGHTS, Z)
+
+
+def _blocked_step(y: np.ndarray, H: np.ndarray, rates: tuple[np.ndarray, ...],
+                  p: HIVConstants) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_extrapolation_step` on blocks of at most ``_BLOCK`` patients, so that the
+    working arrays (``(6, 6, 10, block)`` inverses) stay in cache; the same bits, since every
+    patient is stepped on its own."""
+    starts = range(0, y.shape[1], _BLOCK)
+    steps = [_extrapolation_step(y[:, k:k + _BLOCK], H[k:k + _BLOCK],
+                                 tuple(r[k:k + _BLOCK] for r in rates), p) for k in starts]
+    return tuple(np.concatenate(parts, axis=1) for parts in zip(*steps))
 
 
 def _combine(weights: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -285,7 +343,7 @@ def _advance(y: np.ndarray, t: np.ndarray, h: np.ndarray, rejected: np.ndarray,
     after a rejection). Returns the patients still short of ``days``."""
     last = t[active] + 1.0001 * h[active] >= days
     step = np.where(last, days - t[active], h[active])
-    y_new, error = _extrapolation_step(y[:, active], step, tuple(r[active] for r in rates), p)
+    y_new, error = _blocked_step(y[:, active], step, tuple(r[active] for r in rates), p)
     err = np.max(np.abs(error), axis=0) / tol
     err = np.where(np.isfinite(err) & np.all(np.isfinite(y_new), axis=0), err, np.inf)
     accept = err <= 1.0
