@@ -21,6 +21,7 @@ on the trials computed with it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -75,6 +76,14 @@ class _Episodes:
     @property
     def n_features(self) -> int:
         return self.table.shape[1]
+
+    def first(self, m: int) -> _Episodes:
+        """The first ``m`` trajectories of every data set (the same feature table)."""
+        part = copy.copy(self)
+        part.m, part.lengths = m, self.lengths[:, :m]
+        for name in ("sources", "nexts", "rewards", "inverse_lengths", "ratios"):
+            setattr(part, name, getattr(self, name)[:, :m])
+        return part
 
     def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray, gamma: float,
                  datasets: np.ndarray | None = None) -> np.ndarray:
@@ -213,6 +222,22 @@ class Prepared:
         self.m, self.n_features, self.datasets = episodes.m, episodes.n_features, episodes.datasets
         self.n_datasets = episodes.sources.shape[0]
         self.off_policy = ratios is not None
+
+    def first(self, m: int) -> Prepared:
+        """The first ``m`` trajectories of every data set, as :func:`prepare` of them would
+        give (each trajectory's ``A_i, b_i, C_i`` depend on it alone), so that nested data sets
+        are prepared once, at the largest ``m``. Stored matrices or transitions only."""
+        m = require_int("m", m, minimum=1)
+        if m > self.m or self.tabular is not None:
+            raise ValueError(f"m must be <= the {self.m} trajectories held (dense or "
+                             f"transitions data), got {m}")
+        part = copy.copy(self)
+        part.m = m
+        if self.matrices is not None:
+            part.matrices = tuple(M[:, :m] for M in self.matrices)
+        else:
+            part.episodes = self.episodes.first(m)
+        return part
 
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
