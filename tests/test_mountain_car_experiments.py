@@ -2,6 +2,7 @@
 grid, importance ratios, and step sizes tuned on public data."""
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -9,11 +10,15 @@ import pytest
 from dprl.envs import MountainCar, mountain_car_features
 from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
 from dprl.experiments import load, status
-from dprl.experiments.mountain_car import (MOUNTAIN_CAR, TUNING, MountainCarConfig,
-                                           cell_features, dp_lsw_theta, importance_ratios,
-                                           mountain_car_trials, tuned)
+from dprl.experiments.mountain_car import (LARGE, MOUNTAIN_CAR, N_PANEL, TUNING,
+                                           MountainCarConfig, cell_features, dp_lsw_theta,
+                                           importance_ratios, mountain_car_trials, tuned)
 from dprl.seeding import trial_generators
-from dprl.xie2019.baselines import episode_statistics
+from dprl.xie2019 import prepare
+from dprl.xie2019.baselines import (episode_statistics, lstd, prepared_least_squares,
+                                    prepared_statistics, wis_lstd)
+
+gpope_module = importlib.import_module("dprl.xie2019.gpope")  # the package's gpope is a function
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +54,40 @@ def test_statistics_of_stacked_data_sets_are_those_of_each(episodes, data_sets):
         single = episode_statistics(*feature_table(alone, features), 0.99)
         for k in range(3):
             np.testing.assert_array_equal(together[k][d], single[k])
+
+
+@pytest.mark.parametrize("budget", [gpope_module._MATRIX_BUDGET, 0])  # matrices, transitions
+def test_prepared_once_and_sliced_is_prepared_alone(episodes, budget, monkeypatch):
+    """The nested data sets are prepared once at the largest m: the first m of it are the
+    same bits as preparing the first m episodes, and LSTD / WIS-LSTD from the prepared
+    matrices equal the second pass over the transitions to rounding."""
+    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", budget)
+    features = mountain_car_features()
+    ratios = np.where(episodes.transition_mask, 0.5 + np.arange(episodes.horizon) % 3, 0.0)
+    for rho in (None, ratios):
+        whole = prepare(*feature_table(episodes, features), 0.99, rho)
+        assert (whole.matrices is None) == (budget == 0)
+        alone = prepare(*feature_table(episodes.first(12), features), 0.99,
+                        None if rho is None else rho[:, :12])
+        part = whole.first(12)
+        assert part.m == 12 and whole.m == 30
+        picked, theta = np.array([3, 11]), np.linspace(-1, 1, 72).reshape(2, 36)
+        np.testing.assert_array_equal(part.gradient(np.arange(2), picked, theta, -theta),
+                                      alone.gradient(np.arange(2), picked, theta, -theta))
+        rho_alone = None if rho is None else rho[:, :12]
+        data = feature_table(episodes.first(12), features)
+        second_pass = episode_statistics(*data, 0.99, rho_alone, "trajectories")
+        for mine, pass_ in zip(prepared_statistics(part), second_pass):
+            np.testing.assert_allclose(mine, pass_, rtol=1e-11, atol=1e-14)
+        # these data make A ill-conditioned: compare LSTD / WIS-LSTD by their residuals
+        theta = prepared_least_squares(part)
+        A, b, _ = second_pass
+        np.testing.assert_allclose(np.einsum("dij,dj->di", A, theta), b, atol=1e-9)
+        baseline = (lstd(*data, 0.99, normalisation="trajectories") if rho is None else
+                    wis_lstd(*data, 0.99, rho_alone, normalisation="trajectories"))
+        np.testing.assert_allclose(np.einsum("dij,dj->di", A, baseline), b, atol=1e-9)
+    with pytest.raises(ValueError, match="m must be <="):
+        whole.first(31)
 
 
 def test_stack_refuses_mixed_inputs(episodes):

@@ -23,7 +23,7 @@ import numpy as np
 
 from dprl.envs import Trajectories
 from dprl.validation import require_nonnegative, require_probability
-from dprl.xie2019.gpope import _Episodes
+from dprl.xie2019.gpope import Prepared, _Episodes
 
 NORMALISATIONS = ("trajectories", "transitions")
 IMPORTANCE = ("weighted", "ordinary")
@@ -77,6 +77,30 @@ def episode_statistics(trajectories: Trajectories, features, gamma: float, ratio
     n, datasets = episodes.n_features, episodes.datasets
     return tuple(np.stack([r[k] for r in results]).reshape(*datasets, *shape)
                  for k, shape in enumerate(((n, n), (n,), (n, n))))
+
+
+def prepared_statistics(prepared: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`episode_statistics` (``normalisation="trajectories"``, weighted importance) of
+    prepared data without a second pass over the transitions: ``A, b, C`` (Eq. 2.2) are the
+    means over trajectories of the stored ``A_i, b_i, C_i`` (equal to rounding: another
+    summation order); data prepared as transitions (above the memory budget) are summed as
+    there. Shapes ``(datasets, n, n)``, ``(datasets, n)``, ``(datasets, n, n)``."""
+    if not isinstance(prepared, Prepared) or prepared.tabular is not None:
+        raise ValueError("prepared must come from prepare() of dense features")
+    if prepared.matrices is not None:
+        return tuple(M.mean(axis=1) for M in prepared.matrices)
+    episodes = prepared.episodes
+    sums = [_dataset_sums(episodes, d, True) for d in range(episodes.sources.shape[0])]
+    A = np.stack([(phi_phi - prepared.gamma * phi_next) / total
+                  for phi_phi, phi_next, _, _, total in sums])
+    return (A, np.stack([s[2] / s[4] for s in sums]), np.stack([s[3] / s[4] for s in sums]))
+
+
+def prepared_least_squares(prepared: Prepared, ridge: float = 0.0) -> np.ndarray:
+    """LSTD on-policy, WIS-LSTD(0) off-policy (:func:`lstd`, :func:`wis_lstd` with
+    ``normalisation="trajectories"``) from :func:`prepared_statistics`, ``(datasets, n)``."""
+    A, b, _ = prepared_statistics(prepared)
+    return _solve(A, b, require_nonnegative("ridge", ridge))
 
 
 def _solve(A: np.ndarray, b: np.ndarray, ridge: float) -> np.ndarray:
