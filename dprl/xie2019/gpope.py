@@ -145,6 +145,8 @@ def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], datase
 def _one_hot_columns(table: np.ndarray) -> np.ndarray | None:
     """The column of every row's single 1 when each row of the feature table is a unit
     vector (tabular features), else None."""
+    if table.shape[0] and np.count_nonzero(table[0]) != 1:  # dense: no pass over the table
+        return None
     columns = table.argmax(axis=1)
     return columns if np.array_equal(table, np.eye(table.shape[1])[columns]) else None
 
