@@ -294,18 +294,32 @@ def importance_ratios(target: StochasticPolicy, episodes: Episodes) -> np.ndarra
 _FEATURE_CHUNK = 2**18  # observations whose features are computed at once
 
 
-def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarray]:
+def feature_table(episodes: Episodes, features, table: np.ndarray | None = None
+                  ) -> tuple[Trajectories, np.ndarray]:
     """``episodes`` as :class:`~dprl.envs.Trajectories` whose states index the rows of a feature
     table: row ``k`` is ``features(o)`` of the ``k``-th real observation ``o_0 .. o_L`` of every
     episode (row-major over the batch), so algorithms written for a feature table indexed by
     discrete states (Xie et al. 2019's GPOPE and LSTD, :mod:`dprl.xie2019`) run unchanged on
-    continuous states. Returns ``(trajectories, table)``, ``table`` ``(rows, d)``."""
+    continuous states. ``table``: those rows already computed (:func:`recorded_table`), else
+    they are computed here. Returns ``(trajectories, table)``, ``table`` ``(rows, d)``."""
     if not isinstance(episodes, Episodes):
         raise ValueError(f"episodes must be Episodes, got {type(episodes).__name__}")
     observed = np.arange(episodes.horizon + 1) <= episodes.lengths[..., None]
-    points = episodes.observations[observed]
-    # in chunks: a feature map's rows do not depend on their batch, and the temporaries of
-    # one chunk stay small whatever the number of observations
+    if table is None:
+        table = _features_of(episodes.observations[observed], features)
+    elif np.ndim(table) != 2 or len(table) != observed.sum():
+        raise ValueError(f"table must hold one row per observation ({observed.sum()}), got "
+                         f"shape {np.shape(table)}")
+    rows = np.full(observed.shape, -1)
+    rows[observed] = np.arange(table.shape[0])
+    return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,
+                        episodes.reward_range), table
+
+
+def _features_of(points: np.ndarray, features) -> np.ndarray:
+    """``features`` of ``points`` ``(n, d)`` as ``(n, k)`` rows, in chunks: a feature map's rows
+    do not depend on their batch, and the temporaries of one chunk stay small whatever the
+    number of observations."""
     parts = []
     for start in range(0, len(points), _FEATURE_CHUNK):
         chunk = points[start:start + _FEATURE_CHUNK]
@@ -314,11 +328,45 @@ def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarra
             raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
                              f"{part.shape} for {len(chunk)} observations")
         parts.append(part)
-    table = np.concatenate(parts)
-    rows = np.full(observed.shape, -1)
-    rows[observed] = np.arange(table.shape[0])
-    return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,
-                        episodes.reward_range), table
+    return np.concatenate(parts)
+
+
+class RecordingFeatures:
+    """A feature map that keeps every row it computes, call by call. A policy built on it and
+    run by :func:`simulate` evaluates it once per step at the observations of the episodes
+    still running, i.e. at every visited state but each episode's last: :func:`recorded_table`
+    turns these rows into :func:`feature_table`'s table without computing them again."""
+
+    def __init__(self, features) -> None:
+        self.features = features
+        self.rows: list[np.ndarray] = []
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        rows = np.asarray(self.features(observations), dtype=float)
+        self.rows.append(rows)
+        return rows
+
+
+def recorded_table(episodes: Episodes, recorded: RecordingFeatures) -> np.ndarray:
+    """:func:`feature_table`'s table of ``episodes`` (batch shape ``(n,)``, simulated by a
+    policy that evaluated ``recorded`` once per step) from the recorded rows and the features
+    of each episode's last observation: the same bits as computing them all (a feature map's
+    rows do not depend on their batch). Row ``(t, i)`` of the recording is the ``rank``-th of
+    call ``t`` among the episodes with ``L_j > t``, in index order."""
+    if not isinstance(episodes, Episodes) or len(episodes.batch_shape) != 1:
+        raise ValueError("episodes must be Episodes of batch shape (n,)")
+    lengths, steps = episodes.lengths, len(recorded.rows)
+    alive = np.arange(steps)[:, None] < lengths  # (calls, n), time-major like the recording
+    if steps != lengths.max() or [len(r) for r in recorded.rows] != list(alive.sum(axis=1)):
+        raise ValueError("recorded must hold one call per step at the live episodes' "
+                         "observations, as simulate makes them")
+    n, H = lengths.size, episodes.horizon
+    last = episodes.observations[np.arange(n), lengths]
+    rows = np.concatenate(recorded.rows + [_features_of(last, recorded.features)])
+    positions = np.full((n, H + 1), -1)
+    positions[:, :steps][alive.T] = (np.cumsum(alive.ravel()) - 1).reshape(alive.shape).T[alive.T]
+    positions[np.arange(n), lengths] = len(rows) - n + np.arange(n)
+    return rows[positions[np.arange(H + 1) <= lengths[:, None]]]
 
 
 def stack_episodes(datasets: list[Episodes]) -> Episodes:
