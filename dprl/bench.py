@@ -23,8 +23,8 @@ from scipy.special import logsumexp
 
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
-from dprl.envs import CHAIN_ID, ChainMDP, stack_trajectories
-from dprl.envs.episodes import UniformPolicy
+from dprl.envs import CHAIN_ID, ChainMDP, mountain_car_features, stack_trajectories
+from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.accounting import (sampled_without_replacement_gaussian_rdp,
                              sampled_without_replacement_gaussian_rdp_tight)
@@ -43,7 +43,8 @@ from dprl.sharma2025.release import log_prefix_counts
 from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
-from dprl.xie2019 import primal_dual_descent
+from dprl.xie2019 import prepare, primal_dual_descent
+from dprl.xie2019.baselines import lstd, prepared_least_squares
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
@@ -298,6 +299,40 @@ def _mountain_car_gymnasium(n: int) -> object:
     return env
 
 
+_MC_DATA_SETS = 2
+_MC_DATA_CACHE: dict[int, object] = {}
+
+
+def _mountain_car_episodes(m: int):
+    """``_MC_DATA_SETS`` data sets of ``m`` uniform-policy Mountain Car episodes (cached)."""
+    if m not in _MC_DATA_CACHE:
+        _MC_DATA_CACHE[m] = stack_episodes([MountainCar().simulate(m, UniformPolicy(3), g)
+                                            for g in trial_generators(7, _MC_DATA_SETS)])
+    return _MC_DATA_CACHE[m]
+
+
+def _nested_sizes(m: int) -> tuple[int, ...]:
+    return (m // 10, round(m / 10**0.5), m)  # xie2019-mountain-car's 1e3, 3162, 1e4
+
+
+def _mountain_car_prepared_once(m: int) -> list[np.ndarray]:
+    """xie2019-mountain-car's data path: the largest data set prepared once, the nested
+    ones its first m, LSTD from the prepared matrices."""
+    whole = prepare(*feature_table(_mountain_car_episodes(m), mountain_car_features()), 0.99)
+    return [prepared_least_squares(whole.first(k)) for k in _nested_sizes(m)]
+
+
+def _mountain_car_prepared_per_size(m: int) -> list[np.ndarray]:
+    """The previous path: feature table and preparation per batch size, LSTD by a second
+    pass over the transitions."""
+    theta = []
+    for k in _nested_sizes(m):
+        data = feature_table(_mountain_car_episodes(m).first(k), mountain_car_features())
+        prepare(*data, 0.99)
+        theta.append(lstd(*data, 0.99, normalisation="trajectories"))
+    return theta
+
+
 _HIV_STEPS = 10
 
 
@@ -419,6 +454,13 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",
               "episodes", _mountain_car_vectorised, _mountain_car_gymnasium, size=1000,
               quick_size=20),
+    Benchmark("mountain-car-data", f"xie2019-mountain-car's data path on {_MC_DATA_SETS} "
+              "data sets of m uniform-policy episodes, nested batch sizes m/10, m/sqrt(10), "
+              "m: feature table and per-trajectory matrices once at the largest m and sliced, "
+              "LSTD from the matrices, vs the previous per-size feature tables, matrices and "
+              "second pass", "episodes (largest m)", _mountain_car_prepared_once,
+              _mountain_car_prepared_per_size, size=2000, quick_size=100, repeats=1,
+              setup=_mountain_car_episodes),
     Benchmark("hiv-integrator", f"HIV treatment ODE (Ernst et al. 2006), {_HIV_STEPS} steps of 5 "
               "days under random plans: the vectorised extrapolated linearly-implicit Euler "
               "(all patients at once, tol 1e-8) vs scipy's LSODA per patient (rtol 1e-10); "

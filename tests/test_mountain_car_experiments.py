@@ -141,22 +141,64 @@ def test_a_run_is_the_same_bits_in_every_figure_it_appears_in():
     config = MOUNTAIN_CAR.config("smoke")
     result = mountain_car_trials(config, trial_generators(config.root_seed, 1))
     main = config.eps_levels.index(config.eps)
-    # Fig. 2(a)'s GPOPE at the tuned step is Fig. 3(a)'s run at eps, and the step sweep's
-    sweep = config.step_grid.index(config.tuned_steps[0][main])
-    assert result["gpope"][0, 0, config.step_multipliers.index(1.0)] == \
-        result["gpope_eps"][0, 0, main] == result["step_sweep"][0, main, sweep]
-    assert len(np.unique(result["gpope"][0, 0])) == 3
+    for c in range(len(config.calibrations)):
+        # Fig. 2(a)'s GPOPE at the tuned step is Fig. 3(a)'s run at eps, and the step sweep's
+        sweep = config.step_grid.index(config.tuned_steps[0][c][main])
+        assert result["gpope"][0, 0, c, config.step_multipliers.index(1.0)] == \
+            result["gpope_eps"][0, 0, c, main] == result["step_sweep"][0, c, main, sweep]
+        assert len(np.unique(result["gpope"][0, 0, c])) == 3
+    # the calibrations are different runs; GTD2 (no noise) is one run for all of them
+    assert np.all(result["gpope_eps"][0, :, 0] != result["gpope_eps"][0, :, 1])
+    assert np.all(result["step_sweep"][0, 0, -1] == result["step_sweep"][0, 1, -1])
+    # a batch size's runs are named by m and its data are the first m of the largest: the
+    # same bits with or without the smaller sizes (as in xie2019-mountain-car-large)
+    alone = dataclasses.replace(config, batch_sizes=config.batch_sizes[1:], m_fixed=None,
+                                tuned_steps=config.tuned_steps[1:],
+                                tuned_steps_off=config.tuned_steps_off[1:])
+    single = mountain_car_trials(alone, trial_generators(config.root_seed, 1))
+    for key, values in single.items():
+        np.testing.assert_array_equal(values[:, -1], result[key][:, -1], err_msg=key)
 
 
 def test_configs_are_checked():
     config = MOUNTAIN_CAR.config("smoke")
     rngs = trial_generators(0, 1)
-    with pytest.raises(ValueError, match="one step per batch size and level"):
+    with pytest.raises(ValueError, match="one step per batch size, calibration and level"):
         mountain_car_trials(dataclasses.replace(config, tuned_steps=((0.01,),)), rngs)
+    different_gtd2 = (((1e-2, 1e-2, 1e-2), (1e-2, 1e-2, 1e-3)),) * 2
+    with pytest.raises(ValueError, match="the same GTD2 step"):
+        mountain_car_trials(dataclasses.replace(config, tuned_steps=different_gtd2), rngs)
+    with pytest.raises(ValueError, match="calibrations must be"):
+        mountain_car_trials(dataclasses.replace(config, calibrations=("paper", "sound")), rngs)
     with pytest.raises(ValueError, match="eps must be one of"):
         mountain_car_trials(dataclasses.replace(config, eps=0.5), rngs)
     with pytest.raises(ValueError, match="powers 10"):
         mountain_car_trials(dataclasses.replace(config, step_multipliers=(0.3,)), rngs)
+    with pytest.raises(ValueError, match="N panel"):
+        N_PANEL.run_trials(dataclasses.replace(N_PANEL.config("smoke"), batch_sizes=(50, 100)),
+                           rngs)
+
+
+def test_every_gpope_result_runs_both_calibrations_and_the_large_one_the_steps_at_1e4():
+    for experiment in (TUNING, MOUNTAIN_CAR, LARGE, N_PANEL):
+        assert experiment.config("paper").calibrations == ("paper", "tightest")
+    paper, large = MOUNTAIN_CAR.config("paper"), LARGE.config("paper")
+    assert min(large.batch_sizes) > max(paper.batch_sizes)
+    assert large.tuned_steps == paper.tuned_steps[-1:] * len(large.batch_sizes)
+    assert large.tuned_steps_off == paper.tuned_steps_off[-1:] * len(large.batch_sizes)
+
+
+def test_n_panel_runs_every_step_at_every_n():
+    config = N_PANEL.config("smoke")
+    result = N_PANEL.run_trials(config, trial_generators(config.root_seed, 2))
+    epochs, calibrations, steps = (len(config.panel_epochs), len(config.calibrations),
+                                   len(config.step_grid))
+    assert result["gtd2"].shape == (2, epochs, steps)
+    assert result["gpope"].shape == (2, epochs, calibrations, steps)
+    assert result["lstd"].shape == (2,) and np.all(result["lstd"] >= 0)
+    assert np.isfinite(result["gpope"]).all() and np.isfinite(result["gtd2"]).all()
+    # every N is its own run (its own noise scale and stream)
+    assert np.all(result["gpope"][:, 0] != result["gpope"][:, 1])
 
 
 def test_private_and_public_configs_differ_only_where_they_must():
@@ -171,6 +213,6 @@ def test_a_diverging_run_has_infinite_mspbe():
     config = dataclasses.replace(TUNING.config("smoke"), step_grid=(1e-2, 1e4), eps_levels=(1.0,),
                                  eps=1.0)
     result = TUNING.run_trials(config, trial_generators(config.root_seed, 1))
-    on = result["on_policy"][0]  # (sizes, levels, steps); GTD2 at step 1e4 overflows
-    assert np.isinf(on[:, -1, 1]).all() and np.isfinite(on[:, :, 0]).all()
-    assert (tuned(result, config.step_grid)["tuned_steps"][0][-1]) == 1e-2
+    on = result["on_policy"][0]  # (sizes, calibrations, levels, steps); GTD2 at 1e4 overflows
+    assert np.isinf(on[:, :, -1, 1]).all() and np.isfinite(on[..., 0]).all()
+    assert tuned(result, config.step_grid)["tuned_steps"][0][0][-1] == 1e-2

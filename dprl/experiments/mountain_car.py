@@ -36,7 +36,8 @@ import numpy as np
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy, q_learning
 from dprl.envs import MountainCar, Trajectories, mountain_car_features
-from dprl.envs.episodes import (Episodes, UniformPolicy, feature_table, stack_episodes,
+from dprl.envs.episodes import (Episodes, RecordingFeatures, UniformPolicy, feature_table,
+                                recorded_table, stack_episodes,
                                 importance_ratios as episode_ratios)
 from dprl.experiments.off_policy import RunTable, runs_mspbe, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
@@ -180,10 +181,20 @@ def _reference_statistics(policy_scale: str, behaviour_epsilon: float, gamma: fl
     return tuple(np.mean([p[k] for p in parts], axis=0) for k in range(3))
 
 
-def _samples(config: MountainCarConfig, policy, streams: Sequence[np.random.Generator]
-             ) -> Episodes:
-    m = max(config.batch_sizes)
-    return stack_episodes([MountainCar().simulate(m, policy, g) for g in streams])
+def _samples(config: MountainCarConfig, off_policy: bool,
+             streams: Sequence[np.random.Generator]) -> tuple[Episodes, np.ndarray]:
+    """Each trial's episodes at the largest batch size under the evaluated policy (on-policy)
+    or the behaviour, and :func:`~dprl.envs.episodes.feature_table`'s table of them, kept from
+    the policy's own evaluations of the features while simulating (the same bits)."""
+    weights, features = policy_weights(config.policy_scale), mountain_car_features()
+    episodes, tables = [], []
+    for stream in streams:
+        recorder = RecordingFeatures(features)
+        policy = EpsilonGreedyPolicy(weights, recorder,
+                                     config.behaviour_epsilon if off_policy else 0.0)
+        episodes.append(MountainCar().simulate(max(config.batch_sizes), policy, stream))
+        tables.append(recorded_table(episodes[-1], recorder))
+    return stack_episodes(episodes), np.concatenate(tables)
 
 
 _DATA, _DP_LSW, _RUN, _PANEL = 0, 1, 2, 3  # first names of the data, DP-LSW, run streams
@@ -194,11 +205,10 @@ def _data(config: MountainCarConfig, rngs, off_policy: bool
     """Each trial's episodes at the largest batch size (the smaller data sets are their first
     ``m``), prepared once for every run on them (the feature table lives only here), and the
     reference statistics of the problem."""
-    features, target, behaviour = _policies(config)
-    sample = _samples(config, behaviour if off_policy else target,
-                      [named_stream(g, _DATA, int(off_policy)) for g in rngs])
+    sample, table = _samples(config, off_policy,
+                             [named_stream(g, _DATA, int(off_policy)) for g in rngs])
     ratios = importance_ratios(sample) if off_policy else None
-    prepared = prepare(*feature_table(sample, features), config.gamma, ratios)
+    prepared = prepare(*feature_table(sample, None, table), config.gamma, ratios)
     return sample, prepared, reference_statistics(config, off_policy)
 
 
@@ -423,9 +433,12 @@ def _half_decades(*sizes: tuple[tuple[int, ...], ...]) -> tuple[tuple[tuple[floa
                  for size in sizes)
 
 
-#: tuned(xie2019-mountain-car-tuning) (tested)
-_TUNED = _half_decades()
-_TUNED_OFF = _half_decades()
+#: tuned(xie2019-mountain-car-tuning) (tested): per batch size, (paper, tightest) x levels
+_TUNED = _half_decades(((-8, -5, -4, -1), (-8, -6, -6, -1)), ((-7, -4, -3, -1), (-8, -6, -5, -1)),
+                       ((-6, -3, -2, -1), (-8, -6, -5, -1)))
+_TUNED_OFF = _half_decades(((-7, -5, -3, -1), (-8, -7, -5, -1)),
+                           ((-6, -4, -2, -1), (-7, -7, -5, -1)),
+                           ((-5, -3, -2, -1), (-8, -6, -4, -1)))
 
 MOUNTAIN_CAR = register(Experiment(
     id="xie2019-mountain-car",
