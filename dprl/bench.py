@@ -23,8 +23,10 @@ from scipy.special import logsumexp
 
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
+from dprl.control.linear_q import EpsilonGreedyPolicy
 from dprl.envs import CHAIN_ID, ChainMDP, mountain_car_features, stack_trajectories
-from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
+from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
+                                recorded_table, stack_episodes)
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.accounting import (sampled_without_replacement_gaussian_rdp,
                              sampled_without_replacement_gaussian_rdp_tight)
@@ -333,6 +335,25 @@ def _mountain_car_prepared_per_size(m: int) -> list[np.ndarray]:
     return theta
 
 
+def _mountain_car_policy(features):
+    """A fixed epsilon-greedy linear policy (seeded weights) on ``features`` (36 of them)."""
+    return EpsilonGreedyPolicy(np.random.default_rng(3).standard_normal((3, 36)), features, 0.5)
+
+
+def _mountain_car_recorded(m: int) -> np.ndarray:
+    """Episodes and feature table, the rows kept from the policy's own evaluations."""
+    recorder = RecordingFeatures(mountain_car_features())
+    episodes = MountainCar().simulate(m, _mountain_car_policy(recorder), np.random.default_rng(0))
+    return recorded_table(episodes, recorder)
+
+
+def _mountain_car_recomputed(m: int) -> np.ndarray:
+    """Episodes, then the feature table computed again from their observations."""
+    features = mountain_car_features()
+    episodes = MountainCar().simulate(m, _mountain_car_policy(features), np.random.default_rng(0))
+    return feature_table(episodes, features)[1]
+
+
 _HIV_STEPS = 10
 
 
@@ -461,6 +482,11 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "second pass", "episodes (largest m)", _mountain_car_prepared_once,
               _mountain_car_prepared_per_size, size=2000, quick_size=100, repeats=1,
               setup=_mountain_car_episodes),
+    Benchmark("mountain-car-recorded-table", "Mountain Car episodes of a linear 0.5-greedy "
+              "policy on the order-5 Fourier basis and their feature table: the rows kept from "
+              "the policy's evaluations while simulating (RecordingFeatures, the same bits) vs "
+              "computed again afterwards", "episodes", _mountain_car_recorded,
+              _mountain_car_recomputed, size=2000, quick_size=50, repeats=1),
     Benchmark("hiv-integrator", f"HIV treatment ODE (Ernst et al. 2006), {_HIV_STEPS} steps of 5 "
               "days under random plans: the vectorised extrapolated linearly-implicit Euler "
               "(all patients at once, tol 1e-8) vs scipy's LSODA per patient (rtol 1e-10); "

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from dprl.envs import MountainCar, mountain_car_features
-from dprl.envs.episodes import UniformPolicy, feature_table, stack_episodes
+from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
+                                recorded_table, stack_episodes)
 from dprl.experiments import load, status
 from dprl.experiments.mountain_car import (LARGE, MOUNTAIN_CAR, N_PANEL, TUNING,
                                            MountainCarConfig, cell_features, dp_lsw_theta,
@@ -45,6 +46,29 @@ def test_feature_table_indexes_every_observation(episodes):
         feature_table(episodes, lambda points: features(points)[:-1])
     with pytest.raises(ValueError, match="features must map"):
         feature_table(episodes, lambda points: features(points).ravel())
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.5])
+def test_feature_table_recorded_while_simulating_is_the_computed_one(epsilon):
+    from dprl.control.linear_q import EpsilonGreedyPolicy
+    features = mountain_car_features()
+    recorder = RecordingFeatures(features)
+    # push in the direction of the velocity (feature 1 is cos(pi z_v), > 0 iff v < 0)
+    weights = np.zeros((3, 36))
+    weights[0, 1], weights[1, 0], weights[2, 1] = 1.0, -1.0, -1.0
+    data = MountainCar().simulate(40, EpsilonGreedyPolicy(weights, recorder, epsilon),
+                                  np.random.default_rng(5))
+    assert len(np.unique(data.lengths)) > 1  # episodes end at different steps
+    table = recorded_table(data, recorder)
+    trajectories, computed = feature_table(data, features)
+    np.testing.assert_array_equal(table, computed)
+    given, same = feature_table(data, None, table)
+    np.testing.assert_array_equal(given.states, trajectories.states)
+    with pytest.raises(ValueError, match="one row per observation"):
+        feature_table(data, None, table[:-1])
+    other = MountainCar().simulate(40, UniformPolicy(3), np.random.default_rng(6))
+    with pytest.raises(ValueError, match="one call per step"):
+        recorded_table(other, recorder)
 
 
 def test_statistics_of_stacked_data_sets_are_those_of_each(episodes, data_sets):
