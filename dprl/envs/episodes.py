@@ -347,26 +347,32 @@ class RecordingFeatures:
         return rows
 
 
-def recorded_table(episodes: Episodes, recorded: RecordingFeatures) -> np.ndarray:
+def recorded_table(episodes: Episodes, recorded: RecordingFeatures,
+                   out: np.ndarray | None = None) -> np.ndarray:
     """:func:`feature_table`'s table of ``episodes`` (batch shape ``(n,)``, simulated by a
     policy that evaluated ``recorded`` once per step) from the recorded rows and the features
     of each episode's last observation: the same bits as computing them all (a feature map's
-    rows do not depend on their batch). Row ``(t, i)`` of the recording is the ``rank``-th of
-    call ``t`` among the episodes with ``L_j > t``, in index order."""
+    rows do not depend on their batch). Call ``t`` of the recording holds the rows of the
+    episodes with ``L_i > t``, in index order; row ``(i, t)`` of the table is row
+    ``sum_{j < i} (L_j + 1) + t``. ``out``: the array to fill (e.g. a slice of a larger one)."""
     if not isinstance(episodes, Episodes) or len(episodes.batch_shape) != 1:
         raise ValueError("episodes must be Episodes of batch shape (n,)")
-    lengths, steps = episodes.lengths, len(recorded.rows)
-    alive = np.arange(steps)[:, None] < lengths  # (calls, n), time-major like the recording
-    if steps != lengths.max() or [len(r) for r in recorded.rows] != list(alive.sum(axis=1)):
+    lengths = episodes.lengths
+    if len(recorded.rows) != lengths.max() or [len(r) for r in recorded.rows] != [
+            int((lengths > t).sum()) for t in range(len(recorded.rows))]:
         raise ValueError("recorded must hold one call per step at the live episodes' "
                          "observations, as simulate makes them")
-    n, H = lengths.size, episodes.horizon
-    last = episodes.observations[np.arange(n), lengths]
-    rows = np.concatenate(recorded.rows + [_features_of(last, recorded.features)])
-    positions = np.full((n, H + 1), -1)
-    positions[:, :steps][alive.T] = (np.cumsum(alive.ravel()) - 1).reshape(alive.shape).T[alive.T]
-    positions[np.arange(n), lengths] = len(rows) - n + np.arange(n)
-    return rows[positions[np.arange(H + 1) <= lengths[:, None]]]
+    starts = np.cumsum(lengths + 1) - (lengths + 1)
+    last = _features_of(episodes.observations[np.arange(lengths.size), lengths],
+                        recorded.features)
+    shape = (int((lengths + 1).sum()), last.shape[1])
+    table = np.empty(shape) if out is None else out
+    if table.shape != shape:
+        raise ValueError(f"out must have shape {shape}, got {table.shape}")
+    for t, rows in enumerate(recorded.rows):
+        table[starts[lengths > t] + t] = rows
+    table[starts + lengths] = last
+    return table
 
 
 def stack_episodes(datasets: list[Episodes]) -> Episodes:

@@ -187,14 +187,18 @@ def _samples(config: MountainCarConfig, off_policy: bool,
     or the behaviour, and :func:`~dprl.envs.episodes.feature_table`'s table of them, kept from
     the policy's own evaluations of the features while simulating (the same bits)."""
     weights, features = policy_weights(config.policy_scale), mountain_car_features()
-    episodes, tables = [], []
+    episodes, recorders = [], []
     for stream in streams:
-        recorder = RecordingFeatures(features)
-        policy = EpsilonGreedyPolicy(weights, recorder,
+        recorders.append(RecordingFeatures(features))
+        policy = EpsilonGreedyPolicy(weights, recorders[-1],
                                      config.behaviour_epsilon if off_policy else 0.0)
         episodes.append(MountainCar().simulate(max(config.batch_sizes), policy, stream))
-        tables.append(recorded_table(episodes[-1], recorder))
-    return stack_episodes(episodes), np.concatenate(tables)
+    ends = np.cumsum([(e.lengths + 1).sum() for e in episodes])
+    table = np.empty((ends[-1], features.n_features))
+    for data, recorder, end in zip(episodes, recorders, ends):
+        recorded_table(data, recorder, table[end - (data.lengths + 1).sum():end])
+        recorder.rows.clear()  # let the recording go as soon as it is copied
+    return stack_episodes(episodes), table
 
 
 _DATA, _DP_LSW, _RUN, _PANEL = 0, 1, 2, 3  # first names of the data, DP-LSW, run streams
