@@ -46,7 +46,7 @@ from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
 from dprl.xie2019 import prepare, primal_dual_descent
-from dprl.xie2019.baselines import lstd, prepared_least_squares
+from dprl.xie2019.baselines import episode_statistics, prepared_statistics
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
@@ -317,22 +317,22 @@ def _nested_sizes(m: int) -> tuple[int, ...]:
     return (m // 10, round(m / 10**0.5), m)  # xie2019-mountain-car's 1e3, 3162, 1e4
 
 
-def _mountain_car_prepared_once(m: int) -> list[np.ndarray]:
+def _mountain_car_prepared_once(m: int) -> list[tuple[np.ndarray, ...]]:
     """xie2019-mountain-car's data path: the largest data set prepared once, the nested
-    ones its first m, LSTD from the prepared matrices."""
+    ones its first m, LSTD's statistics from the prepared matrices."""
     whole = prepare(*feature_table(_mountain_car_episodes(m), mountain_car_features()), 0.99)
-    return [prepared_least_squares(whole.first(k)) for k in _nested_sizes(m)]
+    return [prepared_statistics(whole.first(k)) for k in _nested_sizes(m)]
 
 
-def _mountain_car_prepared_per_size(m: int) -> list[np.ndarray]:
-    """The previous path: feature table and preparation per batch size, LSTD by a second
-    pass over the transitions."""
-    theta = []
+def _mountain_car_prepared_per_size(m: int) -> list[tuple[np.ndarray, ...]]:
+    """The previous path: feature table and preparation per batch size, LSTD's statistics
+    by a second pass over the transitions."""
+    statistics = []
     for k in _nested_sizes(m):
         data = feature_table(_mountain_car_episodes(m).first(k), mountain_car_features())
         prepare(*data, 0.99)
-        theta.append(lstd(*data, 0.99, normalisation="trajectories"))
-    return theta
+        statistics.append(episode_statistics(*data, 0.99, normalisation="trajectories"))
+    return statistics
 
 
 def _mountain_car_policy(features):
@@ -478,8 +478,8 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
     Benchmark("mountain-car-data", f"xie2019-mountain-car's data path on {_MC_DATA_SETS} "
               "data sets of m uniform-policy episodes, nested batch sizes m/10, m/sqrt(10), "
               "m: feature table and per-trajectory matrices once at the largest m and sliced, "
-              "LSTD from the matrices, vs the previous per-size feature tables, matrices and "
-              "second pass", "episodes (largest m)", _mountain_car_prepared_once,
+              "LSTD's statistics from the matrices, vs the previous per-size feature tables, "
+              "matrices and second pass", "episodes (largest m)", _mountain_car_prepared_once,
               _mountain_car_prepared_per_size, size=2000, quick_size=100, repeats=1,
               setup=_mountain_car_episodes),
     Benchmark("mountain-car-recorded-table", "Mountain Car episodes of a linear 0.5-greedy "

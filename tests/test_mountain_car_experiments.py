@@ -114,6 +114,16 @@ def test_prepared_once_and_sliced_is_prepared_alone(episodes, budget, monkeypatc
         whole.first(31)
 
 
+def test_mountain_car_benchmarks_do_equivalent_work():
+    from dprl.bench import BENCHMARKS
+    recorded = BENCHMARKS["mountain-car-recorded-table"]
+    np.testing.assert_array_equal(recorded.candidate(30), recorded.reference(30))
+    data = BENCHMARKS["mountain-car-data"]
+    for once, per_size in zip(data.candidate(40), data.reference(40)):
+        for mine, second_pass in zip(once, per_size):
+            np.testing.assert_allclose(mine, second_pass, rtol=1e-11, atol=1e-14)
+
+
 def test_stack_refuses_mixed_inputs(episodes):
     with pytest.raises(ValueError, match="non-empty"):
         stack_episodes([])
