@@ -451,7 +451,7 @@ MOUNTAIN_CAR = register(Experiment(
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2020, batch_size=2,
                                         tuned_steps=_SMOKE_STEPS, tuned_steps_off=_SMOKE_STEPS,
                                         **_SMOKE),
-             "paper": MountainCarConfig(n_trials=50, root_seed=2020, batch_size=2,
+             "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=2,
                                         tuned_steps=_TUNED, tuned_steps_off=_TUNED_OFF)},
     run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
 
