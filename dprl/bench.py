@@ -24,8 +24,11 @@ from scipy.special import logsumexp
 
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
-from dprl.envs import CHAIN_ID, ChainMDP, hiv_model, stack_trajectories
-from dprl.envs.episodes import UniformPolicy
+from dprl.control.linear_q import EpsilonGreedyPolicy
+from dprl.envs import (CHAIN_ID, ChainMDP, hiv_model, mountain_car_features,
+                       stack_trajectories)
+from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
+                                recorded_table, stack_episodes)
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.accounting import (sampled_without_replacement_gaussian_rdp,
                              sampled_without_replacement_gaussian_rdp_tight)
@@ -45,6 +48,7 @@ from dprl.validation import require_int
 from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, loglog_slope,
                                       ou_conditioning, query_times)
 from dprl.xie2019 import gpope_runs, prepare, primal_dual_descent
+from dprl.xie2019.baselines import episode_statistics, prepared_statistics
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
@@ -299,6 +303,59 @@ def _mountain_car_gymnasium(n: int) -> object:
     return env
 
 
+_MC_DATA_SETS = 2
+_MC_DATA_CACHE: dict[int, object] = {}
+
+
+def _mountain_car_episodes(m: int):
+    """``_MC_DATA_SETS`` data sets of ``m`` uniform-policy Mountain Car episodes (cached)."""
+    if m not in _MC_DATA_CACHE:
+        _MC_DATA_CACHE[m] = stack_episodes([MountainCar().simulate(m, UniformPolicy(3), g)
+                                            for g in trial_generators(7, _MC_DATA_SETS)])
+    return _MC_DATA_CACHE[m]
+
+
+def _nested_sizes(m: int) -> tuple[int, ...]:
+    return (m // 10, round(m / 10**0.5), m)  # xie2019-mountain-car's 1e3, 3162, 1e4
+
+
+def _mountain_car_prepared_once(m: int) -> list[tuple[np.ndarray, ...]]:
+    """xie2019-mountain-car's data path: the largest data set prepared once, the nested
+    ones its first m, LSTD's statistics from the prepared matrices."""
+    whole = prepare(*feature_table(_mountain_car_episodes(m), mountain_car_features()), 0.99)
+    return [prepared_statistics(whole.first(k)) for k in _nested_sizes(m)]
+
+
+def _mountain_car_prepared_per_size(m: int) -> list[tuple[np.ndarray, ...]]:
+    """The previous path: feature table and preparation per batch size, LSTD's statistics
+    by a second pass over the transitions."""
+    statistics = []
+    for k in _nested_sizes(m):
+        data = feature_table(_mountain_car_episodes(m).first(k), mountain_car_features())
+        prepare(*data, 0.99)
+        statistics.append(episode_statistics(*data, 0.99, normalisation="trajectories"))
+    return statistics
+
+
+def _mountain_car_policy(features):
+    """A fixed epsilon-greedy linear policy (seeded weights) on ``features`` (36 of them)."""
+    return EpsilonGreedyPolicy(np.random.default_rng(3).standard_normal((3, 36)), features, 0.5)
+
+
+def _mountain_car_recorded(m: int) -> np.ndarray:
+    """Episodes and feature table, the rows kept from the policy's own evaluations."""
+    recorder = RecordingFeatures(mountain_car_features())
+    episodes = MountainCar().simulate(m, _mountain_car_policy(recorder), np.random.default_rng(0))
+    return recorded_table(episodes, recorder)
+
+
+def _mountain_car_recomputed(m: int) -> np.ndarray:
+    """Episodes, then the feature table computed again from their observations."""
+    features = mountain_car_features()
+    episodes = MountainCar().simulate(m, _mountain_car_policy(features), np.random.default_rng(0))
+    return feature_table(episodes, features)[1]
+
+
 _HIV_STEPS = 10
 
 
@@ -517,6 +574,18 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "(all cars at once, bit-identical dynamics) vs stepping the Gymnasium env",
               "episodes", _mountain_car_vectorised, _mountain_car_gymnasium, size=1000,
               quick_size=20),
+    Benchmark("mountain-car-data", f"xie2019-mountain-car's data path on {_MC_DATA_SETS} "
+              "data sets of m uniform-policy episodes, nested batch sizes m/10, m/sqrt(10), "
+              "m: feature table and per-trajectory matrices once at the largest m and sliced, "
+              "LSTD's statistics from the matrices, vs the previous per-size feature tables, "
+              "matrices and second pass", "episodes (largest m)", _mountain_car_prepared_once,
+              _mountain_car_prepared_per_size, size=2000, quick_size=100, repeats=1,
+              setup=_mountain_car_episodes),
+    Benchmark("mountain-car-recorded-table", "Mountain Car episodes of a linear 0.5-greedy "
+              "policy on the order-5 Fourier basis and their feature table: the rows kept from "
+              "the policy's evaluations while simulating (RecordingFeatures, the same bits) vs "
+              "computed again afterwards", "episodes", _mountain_car_recorded,
+              _mountain_car_recomputed, size=2000, quick_size=50, repeats=1),
     Benchmark("hiv-integrator", f"HIV treatment ODE (Ernst et al. 2006), {_HIV_STEPS} steps of 5 "
               "days under random plans: the vectorised extrapolated linearly-implicit Euler "
               "(all patients at once, tol 1e-8) vs scipy's LSODA per patient (rtol 1e-10); "

@@ -294,18 +294,32 @@ def importance_ratios(target: StochasticPolicy, episodes: Episodes) -> np.ndarra
 _FEATURE_CHUNK = 2**18  # observations whose features are computed at once
 
 
-def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarray]:
+def feature_table(episodes: Episodes, features, table: np.ndarray | None = None
+                  ) -> tuple[Trajectories, np.ndarray]:
     """``episodes`` as :class:`~dprl.envs.Trajectories` whose states index the rows of a feature
     table: row ``k`` is ``features(o)`` of the ``k``-th real observation ``o_0 .. o_L`` of every
     episode (row-major over the batch), so algorithms written for a feature table indexed by
     discrete states (Xie et al. 2019's GPOPE and LSTD, :mod:`dprl.xie2019`) run unchanged on
-    continuous states. Returns ``(trajectories, table)``, ``table`` ``(rows, d)``."""
+    continuous states. ``table``: those rows already computed (:func:`recorded_table`), else
+    they are computed here. Returns ``(trajectories, table)``, ``table`` ``(rows, d)``."""
     if not isinstance(episodes, Episodes):
         raise ValueError(f"episodes must be Episodes, got {type(episodes).__name__}")
     observed = np.arange(episodes.horizon + 1) <= episodes.lengths[..., None]
-    points = episodes.observations[observed]
-    # in chunks: a feature map's rows do not depend on their batch, and the temporaries of
-    # one chunk stay small whatever the number of observations
+    if table is None:
+        table = _features_of(episodes.observations[observed], features)
+    elif np.ndim(table) != 2 or len(table) != observed.sum():
+        raise ValueError(f"table must hold one row per observation ({observed.sum()}), got "
+                         f"shape {np.shape(table)}")
+    rows = np.full(observed.shape, -1)
+    rows[observed] = np.arange(table.shape[0])
+    return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,
+                        episodes.reward_range), table
+
+
+def _features_of(points: np.ndarray, features) -> np.ndarray:
+    """``features`` of ``points`` ``(n, d)`` as ``(n, k)`` rows, in chunks: a feature map's rows
+    do not depend on their batch, and the temporaries of one chunk stay small whatever the
+    number of observations."""
     parts = []
     for start in range(0, len(points), _FEATURE_CHUNK):
         chunk = points[start:start + _FEATURE_CHUNK]
@@ -314,11 +328,51 @@ def feature_table(episodes: Episodes, features) -> tuple[Trajectories, np.ndarra
             raise ValueError(f"features must map (n, d) observations to (n, k) rows, got "
                              f"{part.shape} for {len(chunk)} observations")
         parts.append(part)
-    table = np.concatenate(parts)
-    rows = np.full(observed.shape, -1)
-    rows[observed] = np.arange(table.shape[0])
-    return Trajectories(rows, episodes.rewards, episodes.lengths, episodes.terminated,
-                        episodes.reward_range), table
+    return np.concatenate(parts)
+
+
+class RecordingFeatures:
+    """A feature map that keeps every row it computes, call by call. A policy built on it and
+    run by :func:`simulate` evaluates it once per step at the observations of the episodes
+    still running, i.e. at every visited state but each episode's last: :func:`recorded_table`
+    turns these rows into :func:`feature_table`'s table without computing them again."""
+
+    def __init__(self, features) -> None:
+        self.features = features
+        self.rows: list[np.ndarray] = []
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        rows = np.asarray(self.features(observations), dtype=float)
+        self.rows.append(rows)
+        return rows
+
+
+def recorded_table(episodes: Episodes, recorded: RecordingFeatures,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`feature_table`'s table of ``episodes`` (batch shape ``(n,)``, simulated by a
+    policy that evaluated ``recorded`` once per step) from the recorded rows and the features
+    of each episode's last observation: the same bits as computing them all (a feature map's
+    rows do not depend on their batch). Call ``t`` of the recording holds the rows of the
+    episodes with ``L_i > t``, in index order; row ``(i, t)`` of the table is row
+    ``sum_{j < i} (L_j + 1) + t``. ``out``: the array to fill (e.g. a slice of a larger one)."""
+    if not isinstance(episodes, Episodes) or len(episodes.batch_shape) != 1:
+        raise ValueError("episodes must be Episodes of batch shape (n,)")
+    lengths = episodes.lengths
+    if len(recorded.rows) != lengths.max() or [len(r) for r in recorded.rows] != [
+            int((lengths > t).sum()) for t in range(len(recorded.rows))]:
+        raise ValueError("recorded must hold one call per step at the live episodes' "
+                         "observations, as simulate makes them")
+    starts = np.cumsum(lengths + 1) - (lengths + 1)
+    last = _features_of(episodes.observations[np.arange(lengths.size), lengths],
+                        recorded.features)
+    shape = (int((lengths + 1).sum()), last.shape[1])
+    table = np.empty(shape) if out is None else out
+    if table.shape != shape:
+        raise ValueError(f"out must have shape {shape}, got {table.shape}")
+    for t, rows in enumerate(recorded.rows):
+        table[starts[lengths > t] + t] = rows
+    table[starts + lengths] = last
+    return table
 
 
 def stack_episodes(datasets: list[Episodes]) -> Episodes:

@@ -36,14 +36,16 @@ import numpy as np
 from dprl.balle2016 import dp_lsw, first_visit_data
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy, q_learning
 from dprl.envs import MountainCar, Trajectories, mountain_car_features
-from dprl.envs.episodes import (Episodes, UniformPolicy, feature_table, stack_episodes,
+from dprl.envs.episodes import (Episodes, RecordingFeatures, UniformPolicy, feature_table,
+                                recorded_table, stack_episodes,
                                 importance_ratios as episode_ratios)
 from dprl.experiments.off_policy import RunTable, runs_mspbe, tuned_steps
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream, trial_generator
 from dprl.xie2019 import Prepared, prepare
-from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
+from dprl.xie2019.baselines import episode_statistics, prepared_least_squares
+from dprl.xie2019.privacy import CALIBRATIONS
 
 _REFERENCE_CHUNK = 2000
 
@@ -91,25 +93,30 @@ POLICY = register(Experiment(
 class MountainCarConfig(TrialConfig):
     """Privacy, GPOPE, the grids and the off-policy behaviour (stated in the chapter).
 
-    GPOPE and GTD2 run ``N = epochs * m`` iterations with a constant step. The steps are tuned
-    on public data (``xie2019-mountain-car-tuning``, another root seed) for every batch size
-    and privacy level: ``tuned_steps[i][k]`` is the step at ``batch_sizes[i]`` and
-    ``eps_levels[k]``, the last entry of each row GTD2's (no privacy); likewise
-    ``tuned_steps_off`` off-policy. Fig. 2(a) uses ``eps`` (one of ``eps_levels``)."""
+    GPOPE and GTD2 run ``N = epochs * m`` iterations with a constant step; every GPOPE run is
+    calibrated by each of ``calibrations`` (:func:`~dprl.xie2019.privacy.calibrated_sigma`).
+    The steps are tuned on public data (``xie2019-mountain-car-tuning``, another root seed) for
+    every batch size, calibration and privacy level: ``tuned_steps[i][c][k]`` is the step at
+    ``batch_sizes[i]``, ``calibrations[c]`` and ``levels[k]``, the last level GTD2's (no
+    privacy: the same step under every calibration); likewise ``tuned_steps_off`` off-policy.
+    Fig. 2(a) uses ``eps`` (one of ``eps_levels``); the step sweep (Fig. 2(b)) runs at
+    ``m_fixed`` (None: none); ``off_policy=False`` leaves the off-policy runs out."""
 
     policy_scale: str = "paper"
     gamma: float = 0.99
     eps: float = 0.1
     delta: float = 1e-5
     eps_levels: tuple[float, ...] = (0.1, 1.0, 10.0)
-    batch_sizes: tuple[int, ...] = (1000, 3000, 10000)
-    epochs: float = 10.0
+    calibrations: tuple[str, ...] = ("paper", "tightest")
+    batch_sizes: tuple[int, ...] = (1000, 3162, 10000)
+    epochs: float = 1.0
     clip: float = 1.0
     step_grid: tuple[float, ...] = tuple(float(10 ** (k / 2)) for k in range(-8, 1))  # 1e-4..1
-    tuned_steps: tuple[tuple[float, ...], ...] = ()
-    tuned_steps_off: tuple[tuple[float, ...], ...] = ()
+    tuned_steps: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    tuned_steps_off: tuple[tuple[tuple[float, ...], ...], ...] = ()
     step_multipliers: tuple[float, ...] = (0.1, 1.0, 10.0)
-    m_fixed: int = 1000
+    m_fixed: int | None = 1000
+    off_policy: bool = True
     behaviour_epsilon: float = 0.5
     reference_episodes: int = 20000
     reference_seed: int = 1
@@ -174,38 +181,64 @@ def _reference_statistics(policy_scale: str, behaviour_epsilon: float, gamma: fl
     return tuple(np.mean([p[k] for p in parts], axis=0) for k in range(3))
 
 
-def _samples(config: MountainCarConfig, policy, streams: Sequence[np.random.Generator]
-             ) -> Episodes:
-    m = max(config.batch_sizes)
-    return stack_episodes([MountainCar().simulate(m, policy, g) for g in streams])
+def _samples(config: MountainCarConfig, off_policy: bool,
+             streams: Sequence[np.random.Generator]) -> tuple[Episodes, np.ndarray]:
+    """Each trial's episodes at the largest batch size under the evaluated policy (on-policy)
+    or the behaviour, and :func:`~dprl.envs.episodes.feature_table`'s table of them, kept from
+    the policy's own evaluations of the features while simulating (the same bits)."""
+    weights, features = policy_weights(config.policy_scale), mountain_car_features()
+    episodes, recorders = [], []
+    for stream in streams:
+        recorders.append(RecordingFeatures(features))
+        policy = EpsilonGreedyPolicy(weights, recorders[-1],
+                                     config.behaviour_epsilon if off_policy else 0.0)
+        episodes.append(MountainCar().simulate(max(config.batch_sizes), policy, stream))
+    ends = np.cumsum([(e.lengths + 1).sum() for e in episodes])
+    table = np.empty((ends[-1], features.n_features))
+    for data, recorder, end in zip(episodes, recorders, ends):
+        recorded_table(data, recorder, table[end - (data.lengths + 1).sum():end])
+        recorder.rows.clear()  # let the recording go as soon as it is copied
+    return stack_episodes(episodes), table
 
 
-_DATA, _DP_LSW, _RUN = 0, 1, 2  # first key of the data, DP-LSW and GPOPE / GTD2 streams
+_DATA, _DP_LSW, _RUN, _PANEL = 0, 1, 2, 3  # first names of the data, DP-LSW, run streams
 
 
-@dataclasses.dataclass(frozen=True)
-class _Ready:
-    """Data sets prepared once for every GPOPE run on them, and the non-private least-squares
-    estimate on the same data (LSTD on-policy, WIS-LSTD off-policy), ``(datasets, d)``."""
-
-    prepared: Prepared
-    least_squares: np.ndarray
-
-
-def _ready(data: Episodes, features, gamma: float, off_policy: bool) -> _Ready:
-    """The feature table of ``data`` lives only here (it is the largest array)."""
-    trajectories, table = feature_table(data, features)
-    ratios = importance_ratios(data) if off_policy else None
-    least_squares = (wis_lstd(trajectories, table, gamma, ratios, normalisation="trajectories")
-                     if off_policy else
-                     lstd(trajectories, table, gamma, normalisation="trajectories"))
-    return _Ready(prepare(trajectories, table, gamma, ratios), least_squares)
+def _data(config: MountainCarConfig, rngs, off_policy: bool
+          ) -> tuple[Episodes, Prepared, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each trial's episodes at the largest batch size (the smaller data sets are their first
+    ``m``), prepared once for every run on them (the feature table lives only here), and the
+    reference statistics of the problem."""
+    sample, table = _samples(config, off_policy,
+                             [named_stream(g, _DATA, int(off_policy)) for g in rngs])
+    ratios = importance_ratios(sample) if off_policy else None
+    prepared = prepare(*feature_table(sample, None, table), config.gamma, ratios)
+    return sample, prepared, reference_statistics(config, off_policy)
 
 
-def _prefix(off_policy: bool, size: int) -> tuple[int, int, int]:
-    """The first names of a run's stream: (runs, policy, batch size); the level and the step
-    follow (:func:`dprl.experiments.off_policy.run_thetas`)."""
-    return _RUN, int(off_policy), size
+def _prefix(off_policy: bool, m: int) -> tuple[int, int, int]:
+    """The first names of a run's stream: (runs, policy, batch size); the level, the step and
+    the calibration follow (:func:`dprl.experiments.off_policy.run_thetas`)."""
+    return _RUN, int(off_policy), m
+
+
+def _add(table: RunTable, step: float, eps: float, calibration: str) -> int:
+    """The column of a run: GPOPE names its calibration; GTD2 (``eps = inf``, no noise) is
+    one run whatever the calibration."""
+    return table.add(step, eps) if math.isinf(eps) else table.add(step, eps, calibration)
+
+
+def _tuned_runs(config: MountainCarConfig, table: RunTable, steps) -> np.ndarray:
+    """Columns ``(calibrations, levels)`` of the runs at the tuned ``steps[c][k]``."""
+    return np.array([[_add(table, step, eps, calibration)
+                      for step, eps in zip(row, config.levels)]
+                     for row, calibration in zip(steps, config.calibrations)])
+
+
+def _grid_runs(config: MountainCarConfig, table: RunTable) -> np.ndarray:
+    """Columns ``(calibrations, levels, steps)`` of every step of the grid at every level."""
+    return np.array([[[_add(table, step, eps, calibration) for step in config.step_grid]
+                      for eps in config.levels] for calibration in config.calibrations])
 
 
 def _cells(config: MountainCarConfig, observations: np.ndarray) -> np.ndarray:
@@ -245,93 +278,140 @@ def dp_lsw_theta(config: MountainCarConfig, data: Episodes, features, rngs) -> n
     return -theta
 
 
+
+
 def tuning_trials(config: MountainCarConfig,
                   rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
-    """MSPBE ``(sizes, levels, steps)`` per (public) trial, on- and off-policy: GPOPE at each
-    of ``eps_levels`` and GTD2 (the last level), every step of the grid."""
-    features, target, behaviour = _policies(config)
+    """MSPBE ``(sizes, calibrations, levels, steps)`` per (public) trial, on- and off-policy:
+    GPOPE at each of ``eps_levels`` under each calibration and GTD2 (the last level, the same
+    runs under every calibration), every step of the grid."""
     out = {}
-    for name, policy, off in (("on_policy", target, False), ("off_policy", behaviour, True)):
-        sample = _samples(config, policy, [named_stream(g, _DATA, int(off)) for g in rngs])
-        exact = reference_statistics(config, off)
-        values = np.empty((len(rngs), len(config.batch_sizes), len(config.levels),
-                           len(config.step_grid)))
+    for name, off in (("on_policy", False), ("off_policy", True)):
+        _, prepared, exact = _data(config, rngs, off)
+        values = np.empty((len(rngs), len(config.batch_sizes), len(config.calibrations),
+                           len(config.levels), len(config.step_grid)))
         for i, m in enumerate(config.batch_sizes):
-            ready = _ready(sample.first(m), features, config.gamma, off)
-            runs = [(step, eps) for eps in config.levels for step in config.step_grid]
-            values[:, i] = runs_mspbe(config, ready.prepared, exact, rngs, _prefix(off, i),
-                                      runs).reshape(values[:, i].shape)
+            table = RunTable()
+            columns = _grid_runs(config, table)
+            values[:, i] = table.compute(config, prepared.first(m), exact, rngs,
+                                         _prefix(off, m))[:, columns]
         out[name] = values
     return out
 
 
 def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
-    features, target, _ = _policies(config)
-    sample = _samples(config, target, [named_stream(g, _DATA, 0) for g in rngs])
-    exact = reference_statistics(config, False)
+    features = _policies(config)[0]
+    sample, prepared, exact = _data(config, rngs, False)
     main = config.eps_levels.index(config.eps)
     for i, m in enumerate(config.batch_sizes):
-        data, steps = sample.first(m), config.tuned_steps[i]
-        ready, table = _ready(data, features, config.gamma, False), RunTable()
-        multiplied = [table.add(factor * steps[main], config.eps)
-                      for factor in config.step_multipliers]
-        levels = [table.add(step, eps) for step, eps in zip(steps, config.levels)]
-        sweep = ([table.add(step, eps) for eps in config.levels for step in config.step_grid]
-                 if m == config.m_fixed else [])
-        values = table.compute(config, ready.prepared, exact, rngs, _prefix(False, i))
+        part, steps, table = prepared.first(m), config.tuned_steps[i], RunTable()
+        multiplied = [[_add(table, factor * row[main], config.eps, calibration)
+                       for factor in config.step_multipliers]
+                      for row, calibration in zip(steps, config.calibrations)]
+        levels = _tuned_runs(config, table, steps)
+        sweep = _grid_runs(config, table) if m == config.m_fixed else None
+        values = table.compute(config, part, exact, rngs, _prefix(False, m))
         out["gpope"][:, i] = values[:, multiplied]
-        out["gpope_eps"][:, i] = values[:, levels[:-1]]
-        out["gtd2"][:, i] = values[:, levels[-1]]
-        if sweep:
-            out["step_sweep"][:] = values[:, sweep].reshape(out["step_sweep"].shape)
-        out["lstd"][:, i] = mspbe(ready.least_squares, *exact)
-        noise = [named_stream(g, _DP_LSW, i) for g in rngs]
-        out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, data, features, noise), *exact)
+        out["gpope_eps"][:, i] = values[:, levels[:, :-1]]
+        out["gtd2"][:, i] = values[:, levels[0, -1]]
+        if sweep is not None:
+            out["step_sweep"][:] = values[:, sweep]
+        out["lstd"][:, i] = mspbe(prepared_least_squares(part), *exact)
+        noise = [named_stream(g, _DP_LSW, m) for g in rngs]
+        out["dp_lsw"][:, i] = mspbe(dp_lsw_theta(config, sample.first(m), features, noise),
+                                    *exact)
 
 
 def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> None:
-    features, _, behaviour = _policies(config)
-    sample = _samples(config, behaviour, [named_stream(g, _DATA, 1) for g in rngs])
-    exact = reference_statistics(config, True)
+    _, prepared, exact = _data(config, rngs, True)
     for i, m in enumerate(config.batch_sizes):
-        ready = _ready(sample.first(m), features, config.gamma, True)
-        runs = list(zip(config.tuned_steps_off[i], config.levels))
-        values = runs_mspbe(config, ready.prepared, exact, rngs, _prefix(True, i), runs)
-        out["gpope_off"][:, i], out["gtd2_off"][:, i] = values[:, :-1], values[:, -1]
-        out["wis_lstd"][:, i] = mspbe(ready.least_squares, *exact)
+        part, table = prepared.first(m), RunTable()
+        levels = _tuned_runs(config, table, config.tuned_steps_off[i])
+        values = table.compute(config, part, exact, rngs, _prefix(True, m))
+        out["gpope_off"][:, i] = values[:, levels[:, :-1]]
+        out["gtd2_off"][:, i] = values[:, levels[0, -1]]
+        out["wis_lstd"][:, i] = mspbe(prepared_least_squares(part), *exact)
+
+
+def _check(config: MountainCarConfig) -> None:
+    """Tuned steps ``(sizes, calibrations, levels)`` with one GTD2 step per size; ``eps`` one
+    of ``eps_levels``; ``m_fixed`` one of ``batch_sizes`` (or None)."""
+    shape = (len(config.batch_sizes), len(config.calibrations), len(config.levels))
+    for name in ("tuned_steps",) + (("tuned_steps_off",) if config.off_policy else ()):
+        steps = getattr(config, name)
+        if np.shape(steps) != shape or any(len({row[-1] for row in size}) != 1
+                                           for size in steps):
+            raise ValueError(f"{name} must give one step per batch size, calibration and "
+                             f"level {shape}, the same GTD2 step under every calibration, "
+                             f"got {steps}")
+    if not config.calibrations or not set(config.calibrations) <= set(CALIBRATIONS):
+        raise ValueError(f"calibrations must be names of {CALIBRATIONS}, got "
+                         f"{config.calibrations}")
+    if config.eps not in config.eps_levels or config.m_fixed not in (None,
+                                                                     *config.batch_sizes):
+        raise ValueError("eps must be one of eps_levels and m_fixed one of batch_sizes")
 
 
 def mountain_car_trials(config: MountainCarConfig,
                         rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
-    """Per trial, MSPBE of, on-policy: GPOPE at ``eps`` ``(sizes, multipliers)`` (Fig. 2(a))
-    and at every level ``(sizes, eps_levels)`` (Fig. 3(a)), GTD2, LSTD and DP-LSW
-    ``(sizes,)``, every step at ``m_fixed`` ``(levels, steps)`` (Fig. 2(b), App. Fig. 6);
-    off-policy: GPOPE ``(sizes, eps_levels)``, GTD2 and WIS-LSTD ``(sizes,)`` (Fig. 3(b))."""
-    sizes, levels = len(config.batch_sizes), len(config.levels)
-    for name in ("tuned_steps", "tuned_steps_off"):
-        steps = getattr(config, name)
-        if len(steps) != sizes or any(len(row) != levels for row in steps):
-            raise ValueError(f"{name} must give one step per batch size and level "
-                             f"({sizes} x {levels}), got {steps}")
-    if config.eps not in config.eps_levels or config.m_fixed not in config.batch_sizes:
-        raise ValueError("eps must be one of eps_levels and m_fixed one of batch_sizes")
-    n = len(rngs)
-    out = {"gpope": np.empty((n, sizes, len(config.step_multipliers))),
-           "gpope_eps": np.empty((n, sizes, levels - 1)), "gtd2": np.empty((n, sizes)),
-           "lstd": np.empty((n, sizes)), "dp_lsw": np.empty((n, sizes)),
-           "step_sweep": np.empty((n, levels, len(config.step_grid))),
-           "gpope_off": np.empty((n, sizes, levels - 1)), "gtd2_off": np.empty((n, sizes)),
-           "wis_lstd": np.empty((n, sizes))}
+    """Per trial, MSPBE of, on-policy: GPOPE at ``eps`` ``(sizes, calibrations,
+    multipliers)`` (Fig. 2(a)) and at every level ``(sizes, calibrations, eps_levels)`` (Fig.
+    3(a)), GTD2, LSTD and DP-LSW ``(sizes,)``, every step at ``m_fixed`` ``(calibrations,
+    levels, steps)`` (Fig. 2(b), App. Fig. 6); off-policy: GPOPE ``(sizes, calibrations,
+    eps_levels)``, GTD2 and WIS-LSTD ``(sizes,)`` (Fig. 3(b))."""
+    _check(config)
+    n, sizes, calibrations = len(rngs), len(config.batch_sizes), len(config.calibrations)
+    levels = (n, sizes, calibrations, len(config.eps_levels))
+    out = {"gpope": np.empty((n, sizes, calibrations, len(config.step_multipliers))),
+           "gpope_eps": np.empty(levels), "gtd2": np.empty((n, sizes)),
+           "lstd": np.empty((n, sizes)), "dp_lsw": np.empty((n, sizes))}
+    if config.m_fixed is not None:
+        out["step_sweep"] = np.empty((n, calibrations, len(config.levels),
+                                      len(config.step_grid)))
     _on_policy(config, rngs, out)
-    _off_policy(config, rngs, out)
+    if config.off_policy:
+        out.update(gpope_off=np.empty(levels), gtd2_off=np.empty((n, sizes)),
+                   wis_lstd=np.empty((n, sizes)))
+        _off_policy(config, rngs, out)
+    return out
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NPanelConfig(MountainCarConfig):
+    """The N panel: on-policy at ``m_fixed`` (the only batch size), GTD2 and GPOPE at
+    ``eps`` under each calibration, every step of the grid, for ``N = e m`` iterations with
+    ``e`` in ``panel_epochs``."""
+
+    panel_epochs: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)
+
+
+def n_panel_trials(config: NPanelConfig,
+                   rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial, MSPBE of GTD2 ``(epochs, steps)`` and of GPOPE at ``eps`` ``(epochs,
+    calibrations, steps)`` for every ``N = e m`` of ``panel_epochs`` at ``m = m_fixed``, and
+    LSTD's on the same data: whether more iterations than the main runs' would have helped."""
+    if config.batch_sizes != (config.m_fixed,) or config.eps not in config.eps_levels:
+        raise ValueError("the N panel runs at batch_sizes = (m_fixed,), eps in eps_levels")
+    _, prepared, exact = _data(config, rngs, False)
+    shape = (len(rngs), len(config.panel_epochs), len(config.step_grid))
+    out = {"gtd2": np.empty(shape), "lstd": mspbe(prepared_least_squares(prepared), *exact),
+           "gpope": np.empty((shape[0], shape[1], len(config.calibrations), shape[2]))}
+    for e, epochs in enumerate(config.panel_epochs):
+        table = RunTable()
+        gtd2 = [table.add(step, math.inf) for step in config.step_grid]
+        gpope = [[table.add(step, config.eps, calibration) for step in config.step_grid]
+                 for calibration in config.calibrations]
+        values = table.compute(dataclasses.replace(config, epochs=epochs), prepared, exact,
+                               rngs, (_PANEL, e))
+        out["gtd2"][:, e], out["gpope"][:, e] = values[:, gtd2], values[:, gpope]
     return out
 
 
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
-          ) -> dict[str, tuple[tuple[float, ...], ...]]:
-    """The step of the grid with the least mean MSPBE over the public trials, per batch size
-    and level, on- and off-policy: the ``tuned_steps`` / ``tuned_steps_off`` of the private
-    runs, from a ``xie2019-mountain-car-tuning`` result."""
+          ) -> dict[str, tuple[tuple[tuple[float, ...], ...], ...]]:
+    """The step of the grid with the least mean MSPBE over the public trials, per batch size,
+    calibration and level, on- and off-policy: the ``tuned_steps`` / ``tuned_steps_off`` of
+    the private runs, from a ``xie2019-mountain-car-tuning`` result."""
     return {name: tuned_steps(result[key], step_grid)
             for name, key in (("tuned_steps", "on_policy"), ("tuned_steps_off", "off_policy"))}
 
@@ -347,13 +427,22 @@ TUNING = register(Experiment(
              "paper": MountainCarConfig(n_trials=10, root_seed=11, batch_size=5)},
     run_trials=tuning_trials, after=(POLICY.id,)))
 
-_SMOKE_STEPS = ((1e-2, 1e-2, 1e-2),) * 2
+_SMOKE_STEPS = (((1e-2, 1e-2, 1e-2),) * 2,) * 2
 
 
-def _half_decades(*rows: tuple[int, ...]) -> tuple[tuple[float, ...], ...]:
-    """Steps ``10^(k/2)`` per batch size (rows) and level, as the step grid writes them."""
-    return tuple(tuple(float(10 ** (k / 2)) for k in row) for row in rows)
+def _half_decades(*sizes: tuple[tuple[int, ...], ...]) -> tuple[tuple[tuple[float, ...], ...], ...]:
+    """Steps ``10^(k/2)`` per batch size, calibration and level, as the step grid writes
+    them."""
+    return tuple(tuple(tuple(float(10 ** (k / 2)) for k in row) for row in size)
+                 for size in sizes)
 
+
+#: tuned(xie2019-mountain-car-tuning) (tested): per batch size, (paper, tightest) x levels
+_TUNED = _half_decades(((-8, -5, -4, -1), (-8, -6, -6, -1)), ((-7, -4, -3, -1), (-8, -6, -5, -1)),
+                       ((-6, -3, -2, -1), (-8, -6, -5, -1)))
+_TUNED_OFF = _half_decades(((-7, -5, -3, -1), (-8, -7, -5, -1)),
+                           ((-6, -4, -2, -1), (-7, -7, -5, -1)),
+                           ((-5, -3, -2, -1), (-8, -6, -4, -1)))
 
 MOUNTAIN_CAR = register(Experiment(
     id="xie2019-mountain-car",
@@ -362,14 +451,35 @@ MOUNTAIN_CAR = register(Experiment(
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2020, batch_size=2,
                                         tuned_steps=_SMOKE_STEPS, tuned_steps_off=_SMOKE_STEPS,
                                         **_SMOKE),
-             # tuned(xie2019-mountain-car-tuning) (tested)
-             "paper": MountainCarConfig(
-                 n_trials=100, root_seed=2020, batch_size=5,
-                 tuned_steps=_half_decades((-8, -6, -5, -1), (-8, -6, -4, -1), (-8, -5, -4, -1)),
-                 tuned_steps_off=_half_decades((-8, -7, -5, -1), (-8, -6, -4, -1),
-                                               (-8, -5, -4, -1)))},
+             "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=2,
+                                        tuned_steps=_TUNED, tuned_steps_off=_TUNED_OFF)},
     run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
 
-__all__ = ["MOUNTAIN_CAR", "POLICY", "TUNING", "MountainCarConfig", "cell_features",
-           "dp_lsw_theta", "evaluated_policy", "grid_costs", "importance_ratios", "policy_weights", "reference_statistics",
-           "tuned"]
+_LARGE = dict(batch_sizes=(31623,), m_fixed=None, step_multipliers=(1.0,), off_policy=False)
+
+LARGE = register(Experiment(
+    id="xie2019-mountain-car-large",
+    title="Xie et al. (2019), Mountain Car beyond m = 10^4, on-policy: GPOPE, GTD2, LSTD and "
+          "DP-LSW (fewer trials, the steps tuned at m = 10^4)",
+    chapter="book/xie2019/mountain-car.ipynb",
+    configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2021, batch_size=1,
+                                        tuned_steps=_SMOKE_STEPS[:1],
+                                        **{**_SMOKE, **_LARGE, "batch_sizes": (150,)}),
+             "paper": MountainCarConfig(n_trials=10, root_seed=2021, batch_size=1,
+                                        tuned_steps=_TUNED[-1:], **_LARGE)},
+    run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
+
+N_PANEL = register(Experiment(
+    id="xie2019-mountain-car-n-panel",
+    title="Xie et al. (2019), Mountain Car: MSPBE against the number of iterations N at fixed m "
+          "(GTD2, GPOPE under both calibrations, every step)",
+    chapter="book/xie2019/mountain-car.ipynb",
+    configs={"smoke": NPanelConfig(n_trials=2, root_seed=2022, batch_size=2, panel_epochs=(1.0, 3.0),
+                                   **{**_SMOKE, "batch_sizes": (50,)}),
+             "paper": NPanelConfig(n_trials=30, root_seed=2022, batch_size=5, eps=10.0,
+                                   batch_sizes=(1000,))},
+    run_trials=n_panel_trials, after=(POLICY.id,)))
+
+__all__ = ["LARGE", "MOUNTAIN_CAR", "N_PANEL", "POLICY", "TUNING", "MountainCarConfig",
+           "NPanelConfig", "cell_features", "dp_lsw_theta", "evaluated_policy", "grid_costs",
+           "importance_ratios", "policy_weights", "reference_statistics", "tuned"]

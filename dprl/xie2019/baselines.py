@@ -23,7 +23,7 @@ import numpy as np
 
 from dprl.envs import Trajectories
 from dprl.validation import require_array, require_nonnegative, require_probability
-from dprl.xie2019.gpope import _Episodes
+from dprl.xie2019.gpope import Prepared, _Episodes
 
 NORMALISATIONS = ("trajectories", "transitions")
 IMPORTANCE = ("weighted", "ordinary")
@@ -77,6 +77,31 @@ def episode_statistics(trajectories: Trajectories, features, gamma: float, ratio
     n, datasets = episodes.n_features, episodes.datasets
     return tuple(np.stack([r[k] for r in results]).reshape(*datasets, *shape)
                  for k, shape in enumerate(((n, n), (n,), (n, n))))
+
+
+def prepared_statistics(prepared: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`episode_statistics` (``normalisation="trajectories"``, weighted importance) of
+    prepared data without a second pass over the transitions: ``A, b, C`` (Eq. 2.2) are the
+    means over trajectories of the stored ``A_i, b_i, C_i`` (equal to rounding: another
+    summation order; :meth:`Prepared.mean_statistics`); data prepared as transitions (above
+    the memory budget) are summed as there. Shapes ``(datasets, n, n)``, ``(datasets, n)``,
+    ``(datasets, n, n)``."""
+    if not isinstance(prepared, Prepared):
+        raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
+    if prepared.episodes is None:  # stored tabular entries or dense matrices
+        return prepared.mean_statistics()
+    episodes = prepared.episodes
+    sums = [_dataset_sums(episodes, d, True) for d in range(episodes.sources.shape[0])]
+    A = np.stack([(phi_phi - prepared.gamma * phi_next) / total
+                  for phi_phi, phi_next, _, _, total in sums])
+    return (A, np.stack([s[2] / s[4] for s in sums]), np.stack([s[3] / s[4] for s in sums]))
+
+
+def prepared_least_squares(prepared: Prepared, ridge: float = 0.0) -> np.ndarray:
+    """LSTD on-policy, WIS-LSTD(0) off-policy (:func:`lstd`, :func:`wis_lstd` with
+    ``normalisation="trajectories"``) from :func:`prepared_statistics`, ``(datasets, n)``."""
+    A, b, _ = prepared_statistics(prepared)
+    return solve_statistics(A, b, ridge)
 
 
 def solve_statistics(A: np.ndarray, b: np.ndarray, ridge: float = 0.0,

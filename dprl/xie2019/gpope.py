@@ -21,6 +21,7 @@ on the trials computed with it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,6 +86,14 @@ class _Episodes:
     def n_features(self) -> int:
         return self.table.shape[1]
 
+    def first(self, m: int) -> _Episodes:
+        """The first ``m`` trajectories of every data set (the same feature table)."""
+        part = copy.copy(self)
+        part.m, part.lengths = m, self.lengths[:, :m]
+        for name in ("sources", "nexts", "rewards", "inverse_lengths", "ratios"):
+            setattr(part, name, getattr(self, name)[:, :m])
+        return part
+
     def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray, gamma: float,
                  datasets: np.ndarray | None = None) -> np.ndarray:
         """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``datasets[k]``
@@ -145,6 +154,8 @@ def _matrix_gradient(matrices: tuple[np.ndarray, np.ndarray, np.ndarray], datase
 def _one_hot_columns(table: np.ndarray) -> np.ndarray | None:
     """The column of every row's single 1 when each row of the feature table is a unit
     vector (tabular features), else None."""
+    if table.shape[0] and np.count_nonzero(table[0]) != 1:  # dense: no pass over the table
+        return None
     columns = table.argmax(axis=1)
     return columns if np.array_equal(table, np.eye(table.shape[1])[columns]) else None
 
@@ -267,6 +278,22 @@ class Prepared:
             raise ValueError("mean_statistics needs stored matrices: these data exceed the "
                              "memory budget (use baselines.episode_statistics)")
         return tuple(M.reshape(*self.datasets, *M.shape[1:]) for M in means)
+
+    def first(self, m: int) -> Prepared:
+        """The first ``m`` trajectories of every data set, as :func:`prepare` of them would
+        give (each trajectory's ``A_i, b_i, C_i`` depend on it alone), so that nested data sets
+        are prepared once, at the largest ``m``. Stored matrices or transitions only."""
+        m = require_int("m", m, minimum=1)
+        if m > self.m or self.tabular is not None:
+            raise ValueError(f"m must be <= the {self.m} trajectories held (dense or "
+                             f"transitions data), got {m}")
+        part = copy.copy(self)
+        part.m = m
+        if self.matrices is not None:
+            part.matrices = tuple(M[:, :m] for M in self.matrices)
+        else:
+            part.episodes = self.episodes.first(m)
+        return part
 
     def gradient(self, datasets: np.ndarray, picked: np.ndarray, theta: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
