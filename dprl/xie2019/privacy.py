@@ -234,6 +234,11 @@ def calibrated_sigma(calibration: str, eps: float, delta: float, n_iterations: i
 
 #: dp-accounting's RDP orders for GPOPE's sampled-without-replacement Gaussian.
 DP_ACCOUNTING_ORDERS = tuple(float(k) for k in range(2, 129))
+#: A sparser subset (2..32, then every 4th to 64 and every 8th to 128): a valid bound, a little
+#: looser, about ten times faster (the cost grows like the sum of the squared orders).
+DP_ACCOUNTING_SPARSE_ORDERS = tuple(float(k) for k in (*range(2, 33), *range(36, 65, 4),
+                                                        *range(72, 129, 8)))
+
 
 def dp_accounting_epsilon(sigma: float, delta: float, n_iterations: int, m: int,
                           sensitivity: float = 2.0,
