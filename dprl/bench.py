@@ -49,6 +49,7 @@ from dprl.wang2019.benchmarks import (conditioning_setup, dense_conditioning, lo
                                       ou_conditioning, query_times)
 from dprl.xie2019 import gpope_runs, prepare, primal_dual_descent
 from dprl.xie2019.baselines import episode_statistics, prepared_statistics
+from dprl.xie2019.gpope import _Episodes
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 
@@ -356,6 +357,45 @@ def _mountain_car_recomputed(m: int) -> np.ndarray:
     return feature_table(episodes, features)[1]
 
 
+_TRANSITION_RUNS = 7  # the runs of one xie2019-mountain-car-large trial
+
+
+def _transition_draws(n: int) -> tuple:
+    """Transitions of 2000 uniform-policy episodes (one data set) and ``n`` iterations'
+    picks and points of ``_TRANSITION_RUNS`` runs."""
+    data = feature_table(_mountain_car_episodes(2000), mountain_car_features())
+    episodes = _Episodes.of(*data, None)
+    rng = np.random.default_rng(5)
+    picks = rng.integers(2000, size=(n, _TRANSITION_RUNS))
+    points = rng.standard_normal((n, 2, _TRANSITION_RUNS, 36))
+    return episodes, np.zeros(_TRANSITION_RUNS, dtype=np.int64), picks, points
+
+
+def _transition_gradients(n: int) -> list[np.ndarray]:
+    """GPOPE's ``B_i`` from the transitions as the descent computes it now."""
+    episodes, datasets, picks, points = _transition_draws(n)
+    return [episodes.gradient(p, theta, w, 0.99, datasets)
+            for p, (theta, w) in zip(picks, points)]
+
+
+def _previous_transition_gradients(n: int) -> list[np.ndarray]:
+    """The previous ``B_i`` from the transitions: elementwise products and sums."""
+    episodes, datasets, picks, points = _transition_draws(n)
+    out = []
+    for picked, (theta, w) in zip(picks, points):
+        phi = episodes.table[episodes.sources[datasets, picked]]
+        diff = phi - 0.99 * episodes.table[episodes.nexts[datasets, picked]]
+        per_step = episodes.inverse_lengths[datasets, picked]
+        weight = per_step * episodes.ratios[datasets, picked]
+        phi_w = (phi * w[:, None, :]).sum(axis=-1)
+        a_theta = ((weight * (diff * theta[:, None, :]).sum(axis=-1))[..., None] * phi).sum(1)
+        a_t_w = ((weight * phi_w)[..., None] * diff).sum(axis=1)
+        c_w = ((per_step * phi_w)[..., None] * phi).sum(axis=1)
+        b = ((weight * episodes.rewards[datasets, picked])[..., None] * phi).sum(axis=1)
+        out.append(np.concatenate([-a_t_w, a_theta + c_w - b], axis=-1))
+    return out
+
+
 _HIV_STEPS = 10
 
 
@@ -586,6 +626,12 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "the policy's evaluations while simulating (RecordingFeatures, the same bits) vs "
               "computed again afterwards", "episodes", _mountain_car_recorded,
               _mountain_car_recomputed, size=2000, quick_size=50, repeats=1),
+    Benchmark("gpope-transitions", f"GPOPE's per-trajectory gradient B_i (Eq. 4.1) from the "
+              f"transitions (data above the matrix budget: xie2019-mountain-car-large), "
+              f"{_TRANSITION_RUNS} runs per iteration, 2000 uniform-policy episodes: four "
+              "matrix-vector products per run vs the previous elementwise products and sums",
+              "iterations", _transition_gradients, _previous_transition_gradients, size=2000,
+              quick_size=20, repeats=1, setup=lambda _: _mountain_car_episodes(2000)),
     Benchmark("hiv-integrator", f"HIV treatment ODE (Ernst et al. 2006), {_HIV_STEPS} steps of 5 "
               "days under random plans: the vectorised extrapolated linearly-implicit Euler "
               "(all patients at once, tol 1e-8) vs scipy's LSODA per patient (rtol 1e-10); "

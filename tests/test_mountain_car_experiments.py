@@ -118,6 +118,9 @@ def test_mountain_car_benchmarks_do_equivalent_work():
     from dprl.bench import BENCHMARKS
     recorded = BENCHMARKS["mountain-car-recorded-table"]
     np.testing.assert_array_equal(recorded.candidate(30), recorded.reference(30))
+    transitions = BENCHMARKS["gpope-transitions"]
+    for mine, previous in zip(transitions.candidate(30), transitions.reference(30)):
+        np.testing.assert_allclose(mine, previous, rtol=1e-12, atol=1e-14)
     data = BENCHMARKS["mountain-car-data"]
     for once, per_size in zip(data.candidate(40), data.reference(40)):
         for mine, second_pass in zip(once, per_size):
@@ -219,7 +222,8 @@ def test_every_gpope_result_runs_both_calibrations_and_the_large_one_the_steps_a
     paper, large = MOUNTAIN_CAR.config("paper"), LARGE.config("paper")
     assert min(large.batch_sizes) > max(paper.batch_sizes)
     assert large.tuned_steps == paper.tuned_steps[-1:] * len(large.batch_sizes)
-    assert not large.off_policy and large.tuned_steps_off == ()
+    assert large.off_policy
+    assert large.tuned_steps_off == paper.tuned_steps_off[-1:] * len(large.batch_sizes)
 
 
 def test_n_panel_runs_every_step_at_every_n():

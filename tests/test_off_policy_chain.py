@@ -73,7 +73,7 @@ def test_td_statistics_with_ratios():
     assert all(np.allclose(x, y, rtol=1e-12) for x, y in zip(plain, ones, strict=True))
     A, b, _ = td_statistics(trajectories, features, 0.9, "trajectories", ratios=ratios)
     theta = np.linalg.solve(A, b[..., None])[..., 0]
-    episodes = _Episodes(trajectories, features, ratios)
+    episodes = _Episodes.of(trajectories, features, ratios)
     mean = sum(episodes.gradient(np.full(2, i), theta, np.zeros((2, 4)), 0.9)
                for i in range(30)) / 30
     assert np.abs(mean).max() < 1e-12

@@ -28,7 +28,7 @@ def _single(trajectories: Trajectories, i: int) -> Trajectories:
 def test_gradient_is_eq_4_1_with_the_per_trajectory_estimates_of_eq_2_2():
     data, rng = _data(), np.random.default_rng(1)
     theta, w = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
-    episodes = _Episodes(data, PHI, None)
+    episodes = _Episodes.of(data, PHI, None)
     for i in (0, 7, 49):
         A, b, C = td_statistics(_single(data, i), PHI, MDP.gamma, normalisation="trajectories")
         expected = np.concatenate([-np.einsum("kij,ki->kj", A, w),
@@ -46,7 +46,7 @@ def test_importance_ratios_weight_a_and_b_but_not_c():
     expected = np.concatenate([-2.5 * np.einsum("kij,ki->kj", A, w),
                                2.5 * np.einsum("kij,kj->ki", A, theta)
                                + np.einsum("kij,kj->ki", C, w) - 2.5 * b], axis=1)
-    got = _Episodes(data, PHI, ratios).gradient(np.array([1]), theta, w, MDP.gamma)
+    got = _Episodes.of(data, PHI, ratios).gradient(np.array([1]), theta, w, MDP.gamma)
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-14)
 
 
@@ -55,7 +55,7 @@ def test_mean_gradient_vanishes_at_the_data_fixed_point():
     data = _data()
     A, b, _ = td_statistics(data, PHI, MDP.gamma, normalisation="trajectories")
     theta_x = np.linalg.solve(A, b[..., None])[..., 0]
-    episodes = _Episodes(data, PHI, None)
+    episodes = _Episodes.of(data, PHI, None)
     mean = sum(episodes.gradient(np.full(4, i), theta_x, np.zeros((4, 3)), MDP.gamma)
                for i in range(50)) / 50
     assert np.abs(mean).max() < 1e-12
@@ -127,7 +127,7 @@ def test_gradient_norms_match_the_gradients():
     data = _data(n_trials=2, m=6)
     theta, w = np.full((2, 3), 0.3), np.full((2, 3), -0.1)
     norms = gradient_norms(data, PHI, MDP.gamma, theta, w)
-    episodes = _Episodes(data, PHI, None)
+    episodes = _Episodes.of(data, PHI, None)
     assert norms.shape == (2, 6)
     assert np.allclose(norms[:, 4], np.linalg.norm(episodes.gradient(np.full(2, 4), theta, w,
                                                                       MDP.gamma), axis=-1))
@@ -348,3 +348,23 @@ def test_tabular_entries_of_a_data_set_do_not_depend_on_the_others():
     first = prepare(Trajectories(data.states[:1], data.rewards[:1], data.lengths[:1],
                                  data.terminated[:1], data.reward_range), features, 0.9).tabular
     np.testing.assert_array_equal(alone.entries[0, :, :3], first.entries[0, :, :3])
+
+
+def test_tabular_prepared_once_and_sliced_is_prepared_alone():
+    """The chain's nested data sets are prepared once at the largest m: the first m of the
+    tabular entries are the same bits as preparing the first m trajectories alone."""
+    from dprl.xie2019.gpope import prepare
+
+    data = ChainMDP(n_states=10).sample((2, 40), np.random.default_rng(29))
+    features = tabular_features(10)
+    whole = prepare(data, features, 0.9)
+    part, alone = whole.first(15), prepare(data.first(15), features, 0.9)
+    assert part.m == 15 and whole.m == 40 and part.tabular.entries.shape[1] == 15
+    np.testing.assert_array_equal(part.tabular.offsets, alone.tabular.offsets)
+    picked, theta = np.array([4, 14]), np.linspace(-1, 1, 20).reshape(2, 10)
+    np.testing.assert_array_equal(part.gradient(np.arange(2), picked, theta, -theta),
+                                  alone.gradient(np.arange(2), picked, theta, -theta))
+    for mine, theirs in zip(part.mean_statistics(), alone.mean_statistics()):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="m must be <="):
+        whole.first(41)

@@ -409,11 +409,24 @@ HIV = register(Experiment(
     run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
 
 
+LARGE = register(Experiment(
+    id="xie2019-hiv-large",
+    title="Xie et al. (2019), Fig. 4 extended to m = 3000 and 10^4: off-policy GPOPE on the "
+          "HIV simulator (2 trials, the steps tuned at m = 1000)",
+    chapter="book/xie2019/hiv.ipynb",
+    configs={"smoke": HIVConfig(n_trials=2, root_seed=2023, batch_size=1,
+                                tuned_steps=(((1e-1, 1e-1),) * 2,) * 2,
+                                **{**_SMOKE, "batch_sizes": (15, 20)}),
+             "paper": HIVConfig(n_trials=2, root_seed=2023, batch_size=1,
+                                batch_sizes=(3000, 10000), tuned_steps=_TUNED[-1:] * 2)},
+    run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
+
+
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
           ) -> tuple[tuple[tuple[float, ...], ...], ...]:
     """The ``tuned_steps`` of the private runs from a ``xie2019-hiv-tuning`` result."""
     return tuned_steps(result["mspbe"], step_grid)
 
 
-__all__ = ["HIV", "TUNING", "HIVConfig", "Reference", "behaviour_data", "hiv_mdp",
+__all__ = ["HIV", "LARGE", "TUNING", "HIVConfig", "Reference", "behaviour_data", "hiv_mdp",
            "hiv_trials", "mean_ratios", "reference", "reward_range", "tuned", "tuning_trials"]

@@ -455,18 +455,20 @@ MOUNTAIN_CAR = register(Experiment(
                                         tuned_steps=_TUNED, tuned_steps_off=_TUNED_OFF)},
     run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
 
-_LARGE = dict(batch_sizes=(31623,), m_fixed=None, step_multipliers=(1.0,), off_policy=False)
+_LARGE = dict(batch_sizes=(31623, 100000), m_fixed=None, step_multipliers=(1.0,))
 
 LARGE = register(Experiment(
     id="xie2019-mountain-car-large",
-    title="Xie et al. (2019), Mountain Car beyond m = 10^4, on-policy: GPOPE, GTD2, LSTD and "
-          "DP-LSW (fewer trials, the steps tuned at m = 10^4)",
+    title="Xie et al. (2019), Mountain Car at m = 10^4.5 and 10^5, on- and off-policy: GPOPE, "
+          "GTD2, LSTD, WIS-LSTD and DP-LSW (3 trials, the steps tuned at m = 10^4)",
     chapter="book/xie2019/mountain-car.ipynb",
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=2021, batch_size=1,
-                                        tuned_steps=_SMOKE_STEPS[:1],
-                                        **{**_SMOKE, **_LARGE, "batch_sizes": (150,)}),
-             "paper": MountainCarConfig(n_trials=10, root_seed=2021, batch_size=1,
-                                        tuned_steps=_TUNED[-1:], **_LARGE)},
+                                        tuned_steps=_SMOKE_STEPS[:1] * 2,
+                                        tuned_steps_off=_SMOKE_STEPS[:1] * 2,
+                                        **{**_SMOKE, **_LARGE, "batch_sizes": (150, 200)}),
+             "paper": MountainCarConfig(n_trials=3, root_seed=2021, batch_size=1,
+                                        tuned_steps=_TUNED[-1:] * 2,
+                                        tuned_steps_off=_TUNED_OFF[-1:] * 2, **_LARGE)},
     run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
 
 N_PANEL = register(Experiment(

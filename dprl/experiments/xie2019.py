@@ -118,9 +118,9 @@ def tuning_trials(config: ChainConfig,
     mdp, features, exact, sample = _setup(config, rngs, max(config.batch_sizes))
     out = np.empty((len(rngs), len(config.batch_sizes), len(config.calibrations) + 1,
                     len(config.step_grid)))
+    whole = prepare(sample, features, mdp.gamma)
     for i, m in enumerate(config.batch_sizes):
-        prepared = prepare(sample.first(m), features, mdp.gamma)
-        out[:, i] = _grid_mspbe(config, prepared, exact, rngs, (_RUNS, i))
+        out[:, i] = _grid_mspbe(config, whole.first(m), exact, rngs, (_RUNS, i))
     return {"mspbe": out}
 
 
@@ -156,9 +156,9 @@ def chain_trials(config: ChainConfig,
     n, sizes, cals = len(rngs), len(config.batch_sizes), len(config.calibrations)
     out = {"gpope": np.empty((n, sizes, cals, len(config.step_multipliers))),
            **{name: np.empty((n, sizes)) for name in ("gtd2", "lstd", "dp_lsw", "dp_lsl")}}
+    whole = prepare(sample, features, mdp.gamma)  # the smaller data sets are its first m
     for i, m in enumerate(config.batch_sizes):
-        data = sample.first(m)
-        prepared, table = prepare(data, features, mdp.gamma), RunTable()
+        data, prepared, table = sample.first(m), whole.first(m), RunTable()
         columns = [[table.add(factor * config.tuned_steps[i][c], config.eps, name)
                     for factor in config.step_multipliers]
                    for c, name in enumerate(config.calibrations)]
@@ -170,8 +170,8 @@ def chain_trials(config: ChainConfig,
         out["lstd"][:, i] = mspbe(solve_statistics(A, b, min_norm=True), *exact)
         lsw, lsl = _output_perturbations(config, mdp, features, data, rngs, i)
         out["dp_lsw"][:, i], out["dp_lsl"][:, i] = mspbe(lsw, *exact), mspbe(lsl, *exact)
-    prepared = prepare(sample.first(config.m_fixed), features, mdp.gamma)
-    out["step_sweep"] = _grid_mspbe(config, prepared, exact, rngs, (_SWEEP,))
+    out["step_sweep"] = _grid_mspbe(config, whole.first(config.m_fixed), exact, rngs,
+                                    (_SWEEP,))
     return out
 
 

@@ -65,7 +65,7 @@ def episode_statistics(trajectories: Trajectories, features, gamma: float, ratio
     Yu (2010)'s ``A = E[phi (phi - gamma rho phi')^T]`` instead (module docstring). Any feature
     table; for a discrete MDP the values of :func:`dprl.policy_evaluation.td_statistics`.
     Shapes ``(*datasets, n, n)``, ``(*datasets, n)``, ``(*datasets, n, n)``."""
-    episodes = _Episodes(trajectories, features, ratios)
+    episodes = _Episodes.of(trajectories, features, ratios)
     gamma = require_probability("gamma", gamma, open_high=True)
     per_trajectory = _choice("normalisation", normalisation, NORMALISATIONS) == "trajectories"
     weighted = _choice("importance", importance, IMPORTANCE) == "weighted"
@@ -114,6 +114,11 @@ def solve_statistics(A: np.ndarray, b: np.ndarray, ridge: float = 0.0,
     A, b = require_array("A", A), require_array("b", b)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2] or b.shape != A.shape[:-1]:
         raise ValueError(f"A must be (..., n, n) and b (..., n), got {A.shape} and {b.shape}")
+    return _solve(A, b, ridge, min_norm)
+
+
+def _solve(A: np.ndarray, b: np.ndarray, ridge: float, min_norm: bool = False) -> np.ndarray:
+    """:func:`solve_statistics` of checked arguments."""
     A = A + ridge * np.eye(A.shape[-1])
     if min_norm:
         return (np.linalg.pinv(A) @ b[..., None])[..., 0]
@@ -130,7 +135,7 @@ def lstd(trajectories: Trajectories, features, gamma: float, ridge: float = 0.0,
     ``theta = (A + ridge I)^{-1} b`` with :func:`episode_statistics`, ``(*datasets, n)``."""
     ridge = require_nonnegative("ridge", ridge)
     A, b, _ = episode_statistics(trajectories, features, gamma, None, normalisation)
-    return solve_statistics(A, b, ridge)
+    return _solve(A, b, ridge)
 
 
 def wis_lstd(trajectories: Trajectories, features, gamma: float, ratios, ridge: float = 0.0,
@@ -144,4 +149,4 @@ def wis_lstd(trajectories: Trajectories, features, gamma: float, ratios, ridge: 
     ridge = require_nonnegative("ridge", ridge)
     A, b, _ = episode_statistics(trajectories, features, gamma, ratios, normalisation,
                                  importance)
-    return solve_statistics(A, b, ridge)
+    return _solve(A, b, ridge)

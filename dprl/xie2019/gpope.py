@@ -60,8 +60,9 @@ class _Episodes:
     """The transitions of every trajectory as rows of an extended feature table (row ``S`` is
     the zero vector: padding and the successor of a terminating transition)."""
 
-    def __init__(self, trajectories: Trajectories, features, ratios) -> None:
-        table, rho = _checked(trajectories, features, ratios)
+    def __init__(self, trajectories: Trajectories, table: np.ndarray,
+                 rho: np.ndarray | None) -> None:
+        """``table`` and ``rho`` as :func:`_checked` returns them (use :meth:`of` otherwise)."""
         n_rows = table.shape[0]
         # the padded horizon, not the longest trajectory here: shapes (and so the rounding of
         # the products below) must not depend on the other data sets of the batch
@@ -82,6 +83,11 @@ class _Episodes:
             value = getattr(self, name)
             setattr(self, name, value.reshape(-1, self.m, steps))
 
+    @classmethod
+    def of(cls, trajectories: Trajectories, features, ratios) -> _Episodes:
+        """The transitions of ``trajectories`` after checking the features and ratios."""
+        return cls(trajectories, *_checked(trajectories, features, ratios))
+
     @property
     def n_features(self) -> int:
         return self.table.shape[1]
@@ -97,19 +103,25 @@ class _Episodes:
     def gradient(self, picked: np.ndarray, theta: np.ndarray, w: np.ndarray, gamma: float,
                  datasets: np.ndarray | None = None) -> np.ndarray:
         """``B_i(theta, w)`` (Eq. 4.1) of trajectory ``picked[k]`` of data set ``datasets[k]``
-        (default ``k``) at ``(theta[k], w[k])``, ``(R, 2n)``, summed from its transitions;
-        elementwise products only."""
+        (default ``k``) at ``(theta[k], w[k])``, ``(R, 2n)``, summed from its transitions over
+        the padded horizon (so a run's rounding does not depend on the others):
+
+            A_i theta + C_i w - b_i = sum_t phi_t (u_t (d_t . theta) + (phi_t . w) / tau_i
+                                      - u_t r_t),   A_i^T w = sum_t d_t u_t (phi_t . w),
+
+        with ``d_t = phi_t - gamma phi_{t+1}`` and ``u_t = rho_t / tau_i``: four matrix-vector
+        products per run."""
         rows = np.arange(picked.size) if datasets is None else datasets
         phi = self.table[self.sources[rows, picked]]  # (R, steps, n)
         diff = phi - gamma * self.table[self.nexts[rows, picked]]
         per_step = self.inverse_lengths[rows, picked]
         weight = per_step * self.ratios[rows, picked]
-        phi_w = (phi * w[:, None, :]).sum(axis=-1)
-        a_theta = ((weight * (diff * theta[:, None, :]).sum(axis=-1))[..., None] * phi).sum(1)
-        a_t_w = ((weight * phi_w)[..., None] * diff).sum(axis=1)
-        c_w = ((per_step * phi_w)[..., None] * phi).sum(axis=1)
-        b = ((weight * self.rewards[rows, picked])[..., None] * phi).sum(axis=1)
-        return np.concatenate([-a_t_w, a_theta + c_w - b], axis=-1)
+        phi_w = (phi @ w[:, :, None])[..., 0]
+        diff_theta = (diff @ theta[:, :, None])[..., 0]
+        dual = weight * diff_theta + per_step * phi_w - weight * self.rewards[rows, picked]
+        a_t_w = (np.swapaxes(diff, 1, 2) @ (weight * phi_w)[..., None])[..., 0]
+        dual_sum = (np.swapaxes(phi, 1, 2) @ dual[..., None])[..., 0]
+        return np.concatenate([-a_t_w, dual_sum], axis=-1)
 
 
 def _trajectory_matrices(episodes: _Episodes, gamma: float
@@ -207,6 +219,13 @@ class _Tabular:
         self.gamma = gamma
         self.pad = int(np.abs(self.offsets).max(initial=0))
 
+    def first(self, m: int) -> _Tabular:
+        """The entries of the first ``m`` trajectories of every data set (the offsets seen in
+        all of them: a band absent from these trajectories is zero in their entries)."""
+        part = copy.copy(self)
+        part.entries = self.entries[:, :m]
+        return part
+
     def mean_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``A, b, C``: the means of ``A_i, b_i, C_i`` over each data set's trajectories
         (Eq. 2.2 normalised by trajectories), dense, ``(D, n, n)``, ``(D, n)``, ``(D, n, n)``."""
@@ -282,14 +301,15 @@ class Prepared:
     def first(self, m: int) -> Prepared:
         """The first ``m`` trajectories of every data set, as :func:`prepare` of them would
         give (each trajectory's ``A_i, b_i, C_i`` depend on it alone), so that nested data sets
-        are prepared once, at the largest ``m``. Stored matrices or transitions only."""
+        are prepared once, at the largest ``m``."""
         m = require_int("m", m, minimum=1)
-        if m > self.m or self.tabular is not None:
-            raise ValueError(f"m must be <= the {self.m} trajectories held (dense or "
-                             f"transitions data), got {m}")
+        if m > self.m:
+            raise ValueError(f"m must be <= the {self.m} trajectories held, got {m}")
         part = copy.copy(self)
         part.m = m
-        if self.matrices is not None:
+        if self.tabular is not None:
+            part.tabular = self.tabular.first(m)
+        elif self.matrices is not None:
             part.matrices = tuple(M[:, :m] for M in self.matrices)
         else:
             part.episodes = self.episodes.first(m)

@@ -153,7 +153,7 @@ def gradient_variances(trajectories: Trajectories, features, gamma: float, theta
     all its ``tau_i`` transitions averaged, and ``transition``, ``E ||B_t - B||^2`` for one
     uniformly drawn transition of a uniformly drawn trajectory (both unbiased for ``B``); and
     ``mean_inverse_length``, ``E[1/tau_i]``, the reduction Sec. 6 attributes to averaging."""
-    episodes = _Episodes(trajectories, features, ratios)
+    episodes = _Episodes.of(trajectories, features, ratios)
     gamma = require_probability("gamma", gamma, open_high=True)
     n, D = episodes.n_features, episodes.sources.shape[0]
     theta = np.broadcast_to(require_array("theta", theta), (D, n))
