@@ -10,7 +10,7 @@ JOBS ?= 2
 # so that every process started here computes the same bits as the committed results
 PINNED = env $(shell $(BIN)/python -m dprl env)
 
-.PHONY: book test install lab refresh clean distclean
+.PHONY: book test install lab refresh clean distclean spot-check-heavy
 
 # The Python version of .venv (empty when there is none or it is broken): a .venv of another
 # version, say from `PYTHON=python3.12 make install`, is recreated by the next make.
@@ -41,6 +41,12 @@ book: $(STAMP)
 test: $(STAMP)
 	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
+
+# The spot-checks of the results whose trials take minutes and ~10 GB each (left out of `make
+# test` and CI, which check only that they are current): one random trial of each recomputed
+spot-check-heavy: $(STAMP)
+	DPRL_SPOT_HEAVY=1 DPRL_SPOT_BUDGET_S=1e9 $(PINNED) $(BIN)/python -m pytest -n $(JOBS) \
+		--dist loadfile -p no:cacheprovider tests/test_spot_check_*.py
 
 # Extra options for JupyterLab, e.g. in a container run as root:
 # make lab LAB_ARGS="--allow-root --no-browser --ip=0.0.0.0"

@@ -368,3 +368,20 @@ def test_tabular_prepared_once_and_sliced_is_prepared_alone():
         np.testing.assert_array_equal(mine, theirs)
     with pytest.raises(ValueError, match="m must be <="):
         whole.first(41)
+
+
+def test_transition_gradient_of_a_run_does_not_depend_on_the_others():
+    """The descent above the matrix budget sums B_i from the transitions by matrix-vector
+    products: one run's bits must not depend on the runs computed with it (spot-checks
+    recompute one trial alone)."""
+    data = ChainMDP(n_states=12).sample((3, 40), np.random.default_rng(31))
+    features = np.random.default_rng(32).standard_normal((12, 7))
+    episodes = _Episodes.of(data, features, None)
+    rng = np.random.default_rng(33)
+    datasets, picked = rng.integers(3, size=9), rng.integers(40, size=9)
+    theta, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    every = episodes.gradient(picked, theta, w, 0.9, datasets)
+    for rows in ([4], [0, 5, 8], [2, 3]):
+        np.testing.assert_array_equal(
+            episodes.gradient(picked[rows], theta[rows], w[rows], 0.9, datasets[rows]),
+            every[rows])
