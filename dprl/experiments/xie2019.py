@@ -37,7 +37,7 @@ from dprl.features import tabular_features
 from dprl.policy_evaluation import exact_td_statistics, mspbe
 from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, prepare
-from dprl.xie2019.baselines import solve_statistics
+from dprl.xie2019.baselines import prepared_least_squares
 
 
 _DATA, _RUNS, _DP_LSW, _DP_LSL, _SWEEP, _PANEL = range(6)  # first names of a trial's streams
@@ -166,8 +166,7 @@ def chain_trials(config: ChainConfig,
         values = table.compute(config, prepared, exact, rngs, (_RUNS, i))
         out["gpope"][:, i] = values[:, columns]
         out["gtd2"][:, i] = values[:, gtd2]
-        A, b, _ = prepared.mean_statistics()
-        out["lstd"][:, i] = mspbe(solve_statistics(A, b, min_norm=True), *exact)
+        out["lstd"][:, i] = mspbe(prepared_least_squares(prepared, min_norm=True), *exact)
         lsw, lsl = _output_perturbations(config, mdp, features, data, rngs, i)
         out["dp_lsw"][:, i], out["dp_lsl"][:, i] = mspbe(lsw, *exact), mspbe(lsl, *exact)
     out["step_sweep"] = _grid_mspbe(config, whole.first(config.m_fixed), exact, rngs,
@@ -185,8 +184,8 @@ def iterations_trials(config: IterationsConfig,
     values = np.stack([_grid_mspbe(dataclasses.replace(config, epochs=epochs), prepared,
                                    exact, rngs, (_PANEL, k))
                        for k, epochs in enumerate(config.panel_epochs)], axis=1)
-    A, b, _ = prepared.mean_statistics()
-    return {"mspbe": values, "lstd": mspbe(solve_statistics(A, b, min_norm=True), *exact)}
+    return {"mspbe": values,
+            "lstd": mspbe(prepared_least_squares(prepared, min_norm=True), *exact)}
 
 
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]

@@ -97,11 +97,13 @@ def prepared_statistics(prepared: Prepared) -> tuple[np.ndarray, np.ndarray, np.
     return (A, np.stack([s[2] / s[4] for s in sums]), np.stack([s[3] / s[4] for s in sums]))
 
 
-def prepared_least_squares(prepared: Prepared, ridge: float = 0.0) -> np.ndarray:
+def prepared_least_squares(prepared: Prepared, ridge: float = 0.0,
+                           min_norm: bool = False) -> np.ndarray:
     """LSTD on-policy, WIS-LSTD(0) off-policy (:func:`lstd`, :func:`wis_lstd` with
-    ``normalisation="trajectories"``) from :func:`prepared_statistics`, ``(datasets, n)``."""
+    ``normalisation="trajectories"``) from :func:`prepared_statistics`, ``(datasets, n)``;
+    ``min_norm``: as in :func:`solve_statistics`."""
     A, b, _ = prepared_statistics(prepared)
-    return solve_statistics(A, b, ridge)
+    return solve_statistics(A, b, ridge, min_norm)
 
 
 def solve_statistics(A: np.ndarray, b: np.ndarray, ridge: float = 0.0,
