@@ -54,6 +54,20 @@ def test_run_table_gives_each_run_one_column():
     assert list(table.runs) == [(0.1, 1.0), (0.01, 1.0)]
 
 
+def test_run_table_names_gpope_calibrations_and_keeps_gtd2_one_run():
+    """GPOPE runs differ by calibration; GTD2 (eps = inf, no noise) is one run whatever the
+    calibration; the tuned and grid columns index those runs."""
+    table = RunTable()
+    tuned = table.tuned(((0.1, 1.0), (0.01, 1.0)), (1.0, np.inf), ("paper", "tightest"))
+    assert tuned.tolist() == [[0, 1], [2, 1]]
+    assert list(table.runs) == [(0.1, 1.0, "paper"), (1.0, np.inf), (0.01, 1.0, "tightest")]
+    grid = table.grid((0.01, 0.1), (1.0, np.inf), ("paper", "tightest"))
+    assert grid.shape == (2, 2, 2)
+    assert grid[:, 1].tolist() == [[4, 5], [4, 5]]  # GTD2: the same runs under both
+    assert grid[1, 0, 0] == tuned[1, 0] and grid[0, 0, 1] == tuned[0, 0]
+    assert list(table.runs)[4:] == [(0.01, np.inf), (0.1, np.inf), (0.1, 1.0, "tightest")]
+
+
 def test_reward_range_is_the_reward_at_the_corners_of_the_box():
     mdp = HIVTreatmentMDP()
     low, high = reward_range(mdp)

@@ -41,7 +41,8 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
 from dprl.experiments.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
                                          policy_degree, policy_weights)
-from dprl.experiments.off_policy import RunTable, run_thetas, scored, tuned_steps
+from dprl.experiments.off_policy import (RunTable, check_calibrations, check_tuned_steps,
+                                         run_thetas, scored, tuned_steps)
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.features import DecorrelatedFeatures
 from dprl.policy_evaluation import mspbe
@@ -49,8 +50,7 @@ from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, prepare
 from dprl.xie2019.gpope import gradient_norms
 from dprl.xie2019.baselines import episode_statistics, wis_lstd
-from dprl.xie2019.privacy import (CALIBRATIONS, calibrated_sigma, lemma1_sigma,
-                                  tightest_epsilon)
+from dprl.xie2019.privacy import calibrated_sigma, lemma1_sigma, tightest_epsilon
 
 _DATA, _RUN, _PANEL = 0, 2, 3  # first names of a trial's data, run and N-panel streams
 
@@ -205,9 +205,7 @@ def _check_sizes(config: HIVConfig) -> None:
     if not sizes or sizes != sorted(set(sizes)):
         raise ValueError(f"batch_sizes must be increasing (data sets are nested: the first m "
                          f"patients), got {config.batch_sizes}")
-    if not config.calibrations or not set(config.calibrations) <= set(CALIBRATIONS):
-        raise ValueError(f"calibrations must be names of {CALIBRATIONS}, got "
-                         f"{config.calibrations}")
+    check_calibrations(config.calibrations)
 
 
 def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
@@ -216,16 +214,9 @@ def _prepared(config: HIVConfig, data: Episodes, ratios: np.ndarray, features):
     return trajectories, table, prepare(trajectories, table, gamma, ratios)
 
 
-def _add(table: RunTable, step: float, eps: float, calibration: str) -> int:
-    """The column of a run: GPOPE names its calibration; GTD2 (``eps = inf``, no noise) is
-    one run whatever the calibration."""
-    return table.add(step, eps) if math.isinf(eps) else table.add(step, eps, calibration)
-
-
 def _grid_runs(config: HIVConfig, table: RunTable, levels: Sequence[float]) -> np.ndarray:
     """Columns ``(calibrations, levels, steps)`` of every step of the grid at ``levels``."""
-    return np.array([[[_add(table, step, eps, calibration) for step in config.step_grid]
-                      for eps in levels] for calibration in config.calibrations])
+    return table.grid(config.step_grid, levels, config.calibrations)
 
 
 def tuning_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
@@ -266,12 +257,8 @@ def mean_ratios(ratios: np.ndarray) -> np.ndarray:
 def _check_steps(config: HIVConfig) -> None:
     """Tuned steps ``(sizes, calibrations, levels)``, one GTD2 step per size; the panel's
     ``m`` one of ``batch_sizes`` and its ``eps`` one of ``eps_levels``."""
-    shape = (len(config.batch_sizes), len(config.calibrations), len(config.levels))
-    steps = config.tuned_steps
-    if np.shape(steps) != shape or any(len({row[-1] for row in size}) != 1 for size in steps):
-        raise ValueError(f"tuned_steps must give one step per batch size, calibration and "
-                         f"level {shape}, the same GTD2 step under every calibration, got "
-                         f"{steps}")
+    check_tuned_steps("tuned_steps", config.tuned_steps, len(config.batch_sizes),
+                      len(config.calibrations), len(config.levels))
     if config.panel_m not in (None, *config.batch_sizes) or (
             config.panel_eps not in config.eps_levels):
         raise ValueError("panel_m must be one of batch_sizes (or None) and panel_eps one of "
@@ -342,10 +329,7 @@ def hiv_trials(config: HIVConfig, rngs: Sequence[np.random.Generator]
         trajectories, table, prepared = _prepared(config, data.first(m), ratios[:, :m],
                                                   ref.features)
         runs = RunTable()
-        levels = np.array([[_add(runs, step, eps, calibration)
-                            for step, eps in zip(row, config.levels)]
-                           for row, calibration in zip(config.tuned_steps[i],
-                                                       config.calibrations)])
+        levels = runs.tuned(config.tuned_steps[i], config.levels, config.calibrations)
         theta = run_thetas(config, prepared, rngs, (_RUN, m), list(runs.runs))
         values, start = scored(theta, ref.statistics), _start_values(theta, ref.features, mdp)
         out["gpope"][:, i], out["gtd2"][:, i] = values[:, levels[:, :-1]], values[:, levels[0, -1]]

@@ -39,13 +39,13 @@ from dprl.envs import MountainCar, Trajectories, mountain_car_features
 from dprl.envs.episodes import (Episodes, RecordingFeatures, UniformPolicy, feature_table,
                                 recorded_table, stack_episodes,
                                 importance_ratios as episode_ratios)
-from dprl.experiments.off_policy import RunTable, runs_mspbe, tuned_steps
+from dprl.experiments.off_policy import (RunTable, check_calibrations, check_tuned_steps,
+                                         tuned_steps)
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream, trial_generator
 from dprl.xie2019 import Prepared, prepare
 from dprl.xie2019.baselines import episode_statistics, prepared_least_squares
-from dprl.xie2019.privacy import CALIBRATIONS
 
 _REFERENCE_CHUNK = 2000
 
@@ -222,23 +222,14 @@ def _prefix(off_policy: bool, m: int) -> tuple[int, int, int]:
     return _RUN, int(off_policy), m
 
 
-def _add(table: RunTable, step: float, eps: float, calibration: str) -> int:
-    """The column of a run: GPOPE names its calibration; GTD2 (``eps = inf``, no noise) is
-    one run whatever the calibration."""
-    return table.add(step, eps) if math.isinf(eps) else table.add(step, eps, calibration)
-
-
 def _tuned_runs(config: MountainCarConfig, table: RunTable, steps) -> np.ndarray:
     """Columns ``(calibrations, levels)`` of the runs at the tuned ``steps[c][k]``."""
-    return np.array([[_add(table, step, eps, calibration)
-                      for step, eps in zip(row, config.levels)]
-                     for row, calibration in zip(steps, config.calibrations)])
+    return table.tuned(steps, config.levels, config.calibrations)
 
 
 def _grid_runs(config: MountainCarConfig, table: RunTable) -> np.ndarray:
     """Columns ``(calibrations, levels, steps)`` of every step of the grid at every level."""
-    return np.array([[[_add(table, step, eps, calibration) for step in config.step_grid]
-                      for eps in config.levels] for calibration in config.calibrations])
+    return table.grid(config.step_grid, config.levels, config.calibrations)
 
 
 def _cells(config: MountainCarConfig, observations: np.ndarray) -> np.ndarray:
@@ -305,7 +296,7 @@ def _on_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> N
     main = config.eps_levels.index(config.eps)
     for i, m in enumerate(config.batch_sizes):
         part, steps, table = prepared.first(m), config.tuned_steps[i], RunTable()
-        multiplied = [[_add(table, factor * row[main], config.eps, calibration)
+        multiplied = [[table.add(factor * row[main], config.eps, calibration)
                        for factor in config.step_multipliers]
                       for row, calibration in zip(steps, config.calibrations)]
         levels = _tuned_runs(config, table, steps)
@@ -336,17 +327,10 @@ def _off_policy(config: MountainCarConfig, rngs, out: dict[str, np.ndarray]) -> 
 def _check(config: MountainCarConfig) -> None:
     """Tuned steps ``(sizes, calibrations, levels)`` with one GTD2 step per size; ``eps`` one
     of ``eps_levels``; ``m_fixed`` one of ``batch_sizes`` (or None)."""
-    shape = (len(config.batch_sizes), len(config.calibrations), len(config.levels))
     for name in ("tuned_steps",) + (("tuned_steps_off",) if config.off_policy else ()):
-        steps = getattr(config, name)
-        if np.shape(steps) != shape or any(len({row[-1] for row in size}) != 1
-                                           for size in steps):
-            raise ValueError(f"{name} must give one step per batch size, calibration and "
-                             f"level {shape}, the same GTD2 step under every calibration, "
-                             f"got {steps}")
-    if not config.calibrations or not set(config.calibrations) <= set(CALIBRATIONS):
-        raise ValueError(f"calibrations must be names of {CALIBRATIONS}, got "
-                         f"{config.calibrations}")
+        check_tuned_steps(name, getattr(config, name), len(config.batch_sizes),
+                          len(config.calibrations), len(config.levels))
+    check_calibrations(config.calibrations)
     if config.eps not in config.eps_levels or config.m_fixed not in (None,
                                                                      *config.batch_sizes):
         raise ValueError("eps must be one of eps_levels and m_fixed one of batch_sizes")

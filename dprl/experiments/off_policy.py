@@ -103,14 +103,44 @@ class RunTable:
         self.runs: dict[Run, int] = {}
 
     def add(self, step: float, eps: float, calibration: str | None = None) -> int:
-        """The column of run ``(step, eps[, calibration])`` (added if new)."""
-        run = (step, eps) if calibration is None else (step, eps, calibration)
+        """The column of run ``(step, eps[, calibration])`` (added if new). GTD2 (``eps =
+        inf``, neither clipped nor noised) is one run ``(step, inf)`` whatever the
+        calibration."""
+        plain = calibration is None or math.isinf(eps)
+        run = (step, eps) if plain else (step, eps, calibration)
         return self.runs.setdefault(run, len(self.runs))
+
+    def tuned(self, steps, levels: Sequence[float], calibrations: Sequence[str]) -> np.ndarray:
+        """Columns ``(calibrations, levels)`` of the runs at the tuned ``steps[c][k]``."""
+        return np.array([[self.add(step, eps, calibration) for step, eps in zip(row, levels)]
+                         for row, calibration in zip(steps, calibrations)])
+
+    def grid(self, step_grid: Sequence[float], levels: Sequence[float],
+             calibrations: Sequence[str]) -> np.ndarray:
+        """Columns ``(calibrations, levels, steps)`` of every step of ``step_grid`` at every
+        level under every calibration."""
+        return np.array([[[self.add(step, eps, calibration) for step in step_grid]
+                          for eps in levels] for calibration in calibrations])
 
     def compute(self, config: RunSettings, prepared: Prepared, exact, rngs,
                 prefix: tuple[int, ...]) -> np.ndarray:
         """MSPBE ``(trials, runs)`` of every run added, in the order added."""
         return runs_mspbe(config, prepared, exact, rngs, prefix, list(self.runs))
+
+
+def check_calibrations(calibrations: Sequence[str]) -> None:
+    """At least one calibration, each a name of :data:`~dprl.xie2019.privacy.CALIBRATIONS`."""
+    if not calibrations or not set(calibrations) <= set(CALIBRATIONS):
+        raise ValueError(f"calibrations must be names of {CALIBRATIONS}, got {calibrations}")
+
+
+def check_tuned_steps(name: str, steps, sizes: int, calibrations: int, levels: int) -> None:
+    """Tuned steps ``(sizes, calibrations, levels)`` (the last level GTD2's), with the same
+    GTD2 step under every calibration of a size."""
+    shape = (sizes, calibrations, levels)
+    if np.shape(steps) != shape or any(len({row[-1] for row in size}) != 1 for size in steps):
+        raise ValueError(f"{name} must give one step per batch size, calibration and level "
+                         f"{shape}, the same GTD2 step under every calibration, got {steps}")
 
 
 def tuned_steps(values: np.ndarray, step_grid: Sequence[float]) -> tuple:
@@ -133,5 +163,5 @@ def _nested(array: np.ndarray) -> tuple:
     return tuple(_nested(row) for row in array)
 
 
-__all__ = ["Run", "RunSettings", "RunTable", "run_thetas", "runs_mspbe", "scored", "step_key",
-           "tuned_steps"]
+__all__ = ["Run", "RunSettings", "RunTable", "check_calibrations", "check_tuned_steps",
+           "run_thetas", "runs_mspbe", "scored", "step_key", "tuned_steps"]
