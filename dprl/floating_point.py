@@ -40,16 +40,38 @@ import sys
 _ABOVE_AVX2 = "X86_V4,AVX512_ICL,AVX512_SPR"
 
 
-def _cpu_flags() -> set[str]:
-    """The CPU flags of ``/proc/cpuinfo`` (empty where it cannot be read)."""
+#: The CPU flags that decide which SIMD code paths numpy, OpenBLAS, ATen and MKL may take.
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
+              "avx_vnni", "amx_tile")
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of ``/proc/cpuinfo`` (empty where it cannot be read)."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
             for line in info:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if not line.strip():
+                    break
+                name, _, value = line.partition(":")
+                fields[name.strip()] = value.strip()
     except OSError:
         pass
-    return set()
+    return fields
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU flags of ``/proc/cpuinfo`` (empty where it cannot be read)."""
+    return set(_cpuinfo().get("flags", "").split())
+
+
+def processor() -> dict[str, object]:
+    """This machine's processor: ``vendor`` (``GenuineIntel``, ``AuthenticAMD``; None where
+    unknown), ``model`` name and which of :data:`SIMD_FLAGS` it has. Torch results made with
+    vendor-dependent kernels (:mod:`dprl.kernels`) reproduce only on the same vendor and model."""
+    info, flags = _cpuinfo(), _cpu_flags()
+    return {"vendor": info.get("vendor_id"), "model": info.get("model name"),
+            "flags": [flag for flag in SIMD_FLAGS if flag in flags]}
 
 
 def settings() -> dict[str, str]:

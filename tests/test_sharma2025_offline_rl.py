@@ -11,7 +11,7 @@ from dprl.sharma2025.datasets import record
 from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions,
                                         Transitions, expert_transitions, greedy_returns,
                                         make_optimizer, sample_uniform, sgd_step)
-from dprl.sharma2025.qnetworks import (HIV_HIDDEN, PAPER_HIDDEN, QNetwork, frozen_copy,
+from dprl.sharma2025.qnetworks import (HIV_HIDDEN, PAPER_HIDDEN, Linear, QNetwork, frozen_copy,
                                        update_target)
 
 
@@ -38,7 +38,8 @@ def test_q_network_architecture_and_deterministic_init():
     again, other = QNetwork(4, 2, generator=_generator(0)), QNetwork(4, 2, generator=_generator(1))
     for a, b, c in zip(first.parameters(), again.parameters(), other.parameters()):
         assert torch.equal(a, b) and not torch.equal(a, c)
-    assert [type(m) for m in first.modules()][2:] == [nn.Linear] * 3
+    assert [type(m) for m in first.modules()][2:] == [Linear] * 3
+    assert all(isinstance(m, nn.Linear) and m.kernels == "portable" for m in first.layers)
     assert [(l.in_features, l.out_features) for l in first.layers] == [(4, 256), (256, 256),
                                                                        (256, 2)]
     assert PAPER_HIDDEN == (256, 256)

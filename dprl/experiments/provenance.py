@@ -48,10 +48,12 @@ def package_versions() -> dict[str, str | None]:
 
 
 def machine() -> dict[str, Any]:
-    """The machine a result was computed on, and its floating-point pinning
+    """The machine a result was computed on, its processor (vendor, model, SIMD flags:
+    :func:`dprl.floating_point.processor`) and its floating-point pinning
     (:mod:`dprl.floating_point`: the variables in effect, and what kept it from them)."""
     pinned = {name: os.environ.get(name) for name in floating_point.settings()}
     return {"platform": platform.platform(), "processor": platform.machine(),
+            "cpu": floating_point.processor(),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
             "floating_point": pinned, "unpinned": floating_point.problems()}
 
@@ -81,3 +83,21 @@ def provenance(experiment: Experiment, scale: str, config: TrialConfig,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": f"python -m dprl run {experiment.id} --scale {scale}",
     }
+
+
+def unverifiable_here(record: dict[str, Any]) -> str | None:
+    """Why the result of sidecar ``record`` cannot be recomputed to its bits on this machine,
+    or None: a result whose config has ``kernels = "vendor"`` (torch's MKL / oneDNN, whose
+    code path depends on the CPU vendor and model; :mod:`dprl.kernels`) reproduces only on the
+    processor recorded with it; one recorded before processors were, on none known."""
+    if record.get("config", {}).get("kernels") != "vendor":
+        return None
+    here = floating_point.processor()
+    made = record.get("machine", {}).get("cpu")
+    if made is not None and (made["vendor"], made["model"]) == (here["vendor"], here["model"]):
+        return None
+    where = ("an unrecorded processor" if made is None
+             else f"{made['vendor']} {made['model']}")
+    return (f"{record['experiment']} was computed with torch's vendor-dependent kernels on "
+            f"{where}; this machine is {here['vendor']} {here['model']}, so its bits cannot be "
+            "verified here (regenerate it with kernels='portable', issue 27)")

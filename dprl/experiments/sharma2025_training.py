@@ -25,6 +25,7 @@ from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
 from dprl.experiments.sharma2025 import result_arrays
 from dprl.experiments.sharma2025_release import members, population
+from dprl.kernels import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
@@ -82,13 +83,17 @@ class TrainingConfig(TrialConfig):
     """The environment, its runs (one per trial), the step cap and the evaluation; the
     population, data and releases are those of ``sharma2025-<env>-release`` at
     ``release_scale``; noise is calibrated by ``accountant`` (PLD, Sec. 6's; the smoke scale
-    uses RDP, fast where PLD's discretisation is slow: large rates, little noise)."""
+    uses RDP, fast where PLD's discretisation is slow: large rates, little noise); the
+    networks' products take the ``kernels`` path (:mod:`dprl.kernels`: ``"portable"``, the
+    same bits on every x86-64-v3 CPU; ``"vendor"``, torch's MKL, for results made before
+    issue 27 until they are regenerated)."""
 
     env: str
     runs: tuple[Run, ...]
     steps: int
     release_scale: str = "paper"
     accountant: str = "pld"
+    kernels: str = "portable"
     target_every: int = 100
     checkpoints: int = 5
     eval_episodes: int = 10
@@ -99,6 +104,7 @@ class TrainingConfig(TrialConfig):
             raise ValueError(f"n_trials must equal the {len(self.runs)} runs")
         if self.accountant not in ACCOUNTANTS:
             raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
+        require_kernels(self.kernels)
 
     @property
     def schedule(self) -> Schedule:
@@ -188,7 +194,7 @@ def training_trials(config: TrainingConfig,
         dp_steps = int(coins.sum())
         s = (calibrated_noise(eps2, delta2, run.batch_size, run.m, p, config.steps, dp_steps,
                               run.reading, config.accountant) if dp_steps else np.nan)
-        outcome = train(make_learner(config.env, run.algorithm, generator), stable, unstable,
+        outcome = train(make_learner(config.env, run.algorithm, generator, config.kernels), stable, unstable,
                         coins, DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s),
                         run.learning_rate, config.schedule, config.env, generator, eval_rng)
         visible = (selective_epsilon(s, run.batch_size, run.m, p, config.steps, delta2,
@@ -307,13 +313,23 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
                  for algorithm in ("CQL", "BCQ") for method in METHODS)
 
 
+#: Committed results still computed with torch's vendor-dependent kernels (made before
+#: issue 27; they reproduce only on the processor that made them), until regenerated with
+#: the portable ones.
+VENDOR_KERNEL_RESULTS = frozenset(
+    f"sharma2025-{env}-{kind}" for env in ("cartpole", "acrobot", "lunarlander", "hiv")
+    for kind in ("training", "curves"))
+
+
 def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
               kind: str = "training", checkpoints: int = 5) -> Experiment:
     runs = tuple(runs)
+    experiment_id = f"sharma2025-{env.lower()}-{kind}"
+    kernels = "vendor" if experiment_id in VENDOR_KERNEL_RESULTS else "portable"
     smoke = smoke_runs(env) if kind == "training" else tuple(
         r for r in smoke_runs(env) if r.method == "nonprivate")
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-{kind}",
+        id=experiment_id,
         title=(f"Sharma et al. (2025), Sec. 6: offline RL with and without expert-level DP, {env}"
                if kind == "training" else
                f"Sharma et al. (2025), Sec. 6: learning curves of non-private CQL and BCQ, {env}"),
@@ -325,7 +341,7 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
                                          eval_episodes=2),
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
                                          batch_size=1, env=env, runs=runs, steps=steps,
-                                         checkpoints=checkpoints)},
+                                         checkpoints=checkpoints, kernels=kernels)},
         run_trials=training_trials,
         # the population (curves and training), the releases (ours) and the step cap the
         # curves choose (training)

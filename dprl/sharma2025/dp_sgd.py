@@ -28,6 +28,7 @@ reference, per-example gradients by ``torch.func.vmap(grad)``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,9 +36,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
+from dprl.kernels import column_sum, outer_sum
 from dprl.sharma2025.offline_rl import (ExpertTransitions, OfflineLearner, Transitions,
                                         sample_uniform, sgd_step)
-from dprl.sharma2025.qnetworks import QNetwork
+from dprl.sharma2025.qnetworks import QNetwork, set_kernels
 from dprl.validation import require_int, require_nonnegative, require_positive, require_probability
 
 
@@ -144,8 +146,9 @@ def clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
     factors = _clip_factors(norms, clip)[:, None]
     grads: dict[nn.Parameter, torch.Tensor] = {}
     for layer, x, delta in terms:
-        weighted = factors * delta
-        grads[layer.weight], grads[layer.bias] = weighted.t().mm(x), weighted.sum(0)
+        weighted, kernels = factors * delta, getattr(layer, "kernels", "vendor")
+        grads[layer.weight] = outer_sum(weighted, x, kernels)
+        grads[layer.bias] = column_sum(weighted, kernels)
     return ClippedGradients([grads.get(p, torch.zeros_like(p)) for p in module.parameters()],
                             norms, losses.detach())
 
@@ -154,8 +157,10 @@ def vmap_clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...
                               clip: float) -> ClippedGradients:
     """The same sum from materialised per-example gradients, ``torch.func.vmap`` of
     ``grad`` over the batch (each example's loss computed alone): the reference for
-    :func:`clipped_gradient_sum`."""
+    :func:`clipped_gradient_sum`, through torch's own kernels (``vmap`` cannot trace numpy's
+    products), on a copy of ``module``."""
     clip = require_positive("clip", clip)
+    module = set_kernels(copy.deepcopy(module), "vendor")
     params = {name: p.detach() for name, p in module.named_parameters()}
 
     def one(parameters: dict[str, torch.Tensor], *example: torch.Tensor) -> torch.Tensor:

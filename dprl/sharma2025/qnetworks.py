@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from dprl.kernels import linear, require_kernels
 from dprl.validation import require_int, require_probability
 
 #: Hidden sizes of every network for CartPole, Acrobot and LunarLander (Sec. 6, App. B.3).
@@ -34,23 +35,46 @@ PAPER_HIDDEN: tuple[int, ...] = (256, 256)
 HIV_HIDDEN: tuple[int, ...] = (512,)
 
 
+class Linear(nn.Linear):
+    """``nn.Linear`` whose products take the ``kernels`` path of :func:`dprl.kernels.linear`
+    (``"portable"``: the same bits on every x86-64-v3 CPU); forward hooks and
+    ``isinstance(layer, nn.Linear)`` work as for ``nn.Linear``."""
+
+    kernels: str = "portable"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, self.kernels)
+
+
+def set_kernels(module: nn.Module, kernels: str) -> nn.Module:
+    """Set the kernel path of every :class:`Linear` layer of ``module`` (in place); returns
+    ``module``."""
+    kernels = require_kernels(kernels)
+    for layer in module.modules():
+        if isinstance(layer, Linear):
+            layer.kernels = kernels
+    return module
+
+
 class QNetwork(nn.Module):
     """``x -> Linear -> ReLU -> ... -> Linear``: ``in_dim`` inputs, one hidden layer per entry
     of ``hidden``, ``n_outputs`` outputs (Q-values, or BCQ's behaviour-cloning logits).
     Weights and biases are drawn from ``generator`` as PyTorch's default ``nn.Linear`` init
     does, ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (He et al. 2015's uniform init with
-    ``a = sqrt(5)``), layer by layer, weight before bias; no global random state is used."""
+    ``a = sqrt(5)``), layer by layer, weight before bias; no global random state is used.
+    The layers' products take the ``kernels`` path (:mod:`dprl.kernels`)."""
 
     def __init__(self, in_dim: int, n_outputs: int, hidden: Sequence[int] = PAPER_HIDDEN, *,
-                 generator: torch.Generator) -> None:
+                 generator: torch.Generator, kernels: str = "portable") -> None:
         super().__init__()
         if not isinstance(generator, torch.Generator):
             raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         sizes = [require_int("in_dim", in_dim), *(require_int("hidden", h) for h in hidden),
                  require_int("n_outputs", n_outputs)]
         self.layers = nn.ModuleList(
-            nn.utils.skip_init(nn.Linear, fan_in, fan_out)
+            nn.utils.skip_init(Linear, fan_in, fan_out)
             for fan_in, fan_out in zip(sizes[:-1], sizes[1:]))
+        set_kernels(self, kernels)
         with torch.no_grad():
             for layer in self.layers:
                 bound = 1.0 / math.sqrt(layer.in_features)

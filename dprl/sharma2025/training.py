@@ -49,9 +49,11 @@ GAMMAS = {"CartPole": 0.99, "Acrobot": 0.99, "LunarLander": 0.99, "HIV": 0.98}
 READINGS = ("paper", "visible_coins")
 
 
-def make_learner(env: str, algorithm: str, generator: torch.Generator) -> OfflineLearner:
+def make_learner(env: str, algorithm: str, generator: torch.Generator,
+                 kernels: str = "portable") -> OfflineLearner:
     """CQL or BCQ (:mod:`dprl.sharma2025.offline_rl`) for ``env``'s spaces, with App. B.3's
-    networks: two hidden layers of 256, HIV one of 512."""
+    networks: two hidden layers of 256, HIV one of 512; their products take the ``kernels``
+    path (:mod:`dprl.kernels`)."""
     if env not in SPACES:
         raise ValueError(f"env must be one of {sorted(SPACES)}, got {env!r}")
     if algorithm not in ALGORITHMS:
@@ -60,7 +62,7 @@ def make_learner(env: str, algorithm: str, generator: torch.Generator) -> Offlin
     hidden = HIV_HIDDEN if env == "HIV" else PAPER_HIDDEN
 
     def network() -> QNetwork:
-        return QNetwork(obs_dim, n_actions, hidden, generator=generator)
+        return QNetwork(obs_dim, n_actions, hidden, generator=generator, kernels=kernels)
 
     if algorithm == "CQL":
         return DiscreteCQL(network(), gamma=GAMMAS[env])
