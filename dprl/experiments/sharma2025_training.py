@@ -316,7 +316,9 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
 #: Committed results still computed with torch's vendor-dependent kernels (made before
 #: issue 27; they reproduce only on the processor that made them), until regenerated with
 #: the portable ones.
-VENDOR_KERNEL_RESULTS: frozenset[str] = frozenset()
+VENDOR_KERNEL_RESULTS = frozenset(
+    f"sharma2025-{env}-{kind}" for env in ("cartpole", "acrobot", "lunarlander", "hiv")
+    for kind in ("training", "curves"))
 
 
 def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
