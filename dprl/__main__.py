@@ -88,15 +88,22 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dprl.experiments.runner import Interrupted
+    from dprl.experiments.runner import Interrupted, remeasure
 
     if (args.experiment is None) == (not args.all):
         args.parser.error("give one experiment id or --all")
+    if args.remeasure and args.all:
+        args.parser.error("--remeasure takes one experiment id")
     try:
         if args.all:
             from dprl.experiments.plan import compute_table, run_all
 
             print(compute_table(run_all(args.scale, args.results_dir, jobs=args.jobs)))
+            return 0
+        if args.remeasure:
+            result = remeasure(args.experiment, args.scale, args.results_dir, jobs=args.jobs)
+            print(f"{args.experiment} ({args.scale}): the same bits; recorded "
+                  f"{result.provenance['cpu_time_s']:.1f} CPU s")
             return 0
         result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
                      jobs=args.jobs)
@@ -151,6 +158,10 @@ def parser() -> argparse.ArgumentParser:
                         help="discard the finished batches of an interrupted run")
     runner.add_argument("--jobs", type=_positive_int, default=1,
                         help="batches computed at once in separate processes (the same result)")
+    runner.add_argument("--remeasure", action="store_true",
+                        help="recompute a current stored result, require the same bits and "
+                             "record the compute in its sidecar (for results made before "
+                             "CPU time was recorded)")
     runner.set_defaults(func=_run, parser=runner)
     bench = commands.add_parser("bench", help="speed benchmarks, as ratios to a reference",
                                 formatter_class=_Formatter)

@@ -12,16 +12,21 @@ the processor, not only on the code and the seed:
 
 - torch does the same: ATen dispatches its CPU kernels to AVX-512 where it can
   (``torch.backends.cpu.get_cpu_capability()``), and MKL (torch's BLAS) and oneDNN pick
-  their code paths by CPU; the deep networks of Sharma et al. (2025)'s experiments would
-  train to different bits on different machines.
+  their code paths by CPU vendor and model; the deep networks of Sharma et al. (2025)'s
+  experiments would train to different bits on different machines. Capping ATen at AVX2
+  fixes its elementwise kernels and reductions; MKL's GEMM picks its path by vendor whatever
+  ``MKL_CBWR`` says, so the networks' matrix products go through numpy's pinned OpenBLAS
+  instead (:mod:`dprl.kernels`).
 
 A last-bit difference is harmless for a mean, but it can flip an accept/reject test of a
 sampler, after which the random stream, and the whole trial, differ. So every dprl process
 pins the dispatch before numpy is loaded: numpy uses at most AVX2 (``X86_V3``), OpenBLAS its
 Haswell (AVX2) kernels, on one thread; torch's ATen kernels, MKL (its conditional numerical
 reproducibility mode, ``MKL_CBWR``) and oneDNN are capped at AVX2 too (some 30% slower for
-the book's small networks than AVX-512, measured on 2 cores). Machines with AVX2 and FMA (x86-64-v3: every x86
-server since 2013-2015) then compute the same bits. Elsewhere (older x86, ARM) results are
+the book's small networks than AVX-512, measured on 2 cores), which keeps one vendor's
+machines consistent for the results still made with torch's own products. Machines with
+AVX2 and FMA (x86-64-v3: every x86 server since 2013-2015), Intel or AMD, then compute the
+same bits. Elsewhere (older x86, ARM) results are
 correct but may differ in the last bits from the committed ones.
 
 :func:`pin` runs when :mod:`dprl` is imported; it only sets variables not already set, and it

@@ -22,6 +22,7 @@ class ToyConfig(TrialConfig):
 
 CALLS: list[tuple[int, ...]] = []
 FAIL_AFTER: list[int] = []  # raise once this many batches have been computed
+SHIFT: list[float] = []  # added to the totals: code that no longer gives the stored bits
 
 
 def toy_trials(config: ToyConfig, rngs):
@@ -29,7 +30,7 @@ def toy_trials(config: ToyConfig, rngs):
         raise KeyboardInterrupt("simulated interruption")
     CALLS.append(len(rngs))
     draws = np.stack([rng.standard_normal(config.size) for rng in rngs])
-    return {"draws": draws, "total": draws.sum(axis=1)}
+    return {"draws": draws, "total": draws.sum(axis=1) + sum(SHIFT)}
 
 
 TOY = register(Experiment(
@@ -43,6 +44,7 @@ TOY = register(Experiment(
 def _reset():
     CALLS.clear()
     FAIL_AFTER.clear()
+    SHIFT.clear()
 
 
 def test_run_writes_arrays_and_provenance(tmp_path):
@@ -306,3 +308,35 @@ def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
     assert float(rows["test"][3]) == pytest.approx(record["cpu_time_s"], rel=1e-3, abs=1e-3)
     assert float(rows["test"][7]) == pytest.approx(record["cpu_time_s"] / 120, rel=1e-3,
                                                    abs=1e-3)
+
+
+def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, capsys):
+    run("test-toy", "smoke", tmp_path, progress=False)
+    sidecar = result_paths("test-toy", "smoke", tmp_path)[1]
+    record = json.loads(sidecar.read_text())
+    del record["cpu_time_s"]  # as in the sidecars made before CPU time was recorded
+    sidecar.write_text(json.dumps(record))
+    assert main(["run", "test-toy", "--remeasure", "--results-dir", str(tmp_path)]) == 0
+    assert "the same bits" in capsys.readouterr().out
+    remeasured = json.loads(sidecar.read_text())
+    assert status("test-toy", "smoke", tmp_path) == "current"
+    assert remeasured["cpu_time_s"] == remeasured["remeasured"]["cpu_time_s"] >= 0
+    assert remeasured["remeasured"]["machine"]["cpu"].keys() == {"vendor", "model", "flags"}
+    assert {k: v for k, v in remeasured.items() if k not in ("cpu_time_s", "remeasured")} == record
+    assert not any((tmp_path / "remeasure").iterdir())
+
+
+def test_remeasure_refuses_other_bits_and_keeps_the_stored_result(tmp_path, capsys):
+    run("test-toy", "smoke", tmp_path, progress=False)
+    sidecar = result_paths("test-toy", "smoke", tmp_path)[1]
+    before = sidecar.read_text()
+    SHIFT.append(1e-12)
+    with pytest.raises(runner.NotReproduced, match="differs from the stored result in total;"):
+        runner.remeasure("test-toy", "smoke", tmp_path, progress=False)
+    assert sidecar.read_text() == before and status("test-toy", "smoke", tmp_path) == "current"
+    assert main(["run", "test-toy", "--remeasure", "--results-dir", str(tmp_path)]) == 1
+    assert "differs from the stored result" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--all", "--remeasure"])
+    with pytest.raises(ValueError, match="is missing"):
+        runner.remeasure("test-toy", "smoke", tmp_path / "other", progress=False)

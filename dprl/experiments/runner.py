@@ -112,6 +112,43 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     return Result(arrays, record)
 
 
+class NotReproduced(ValueError):
+    """A recomputation of a stored result that did not give its bits."""
+
+
+def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str = RESULTS_DIR,
+              jobs: int = 1, progress: bool = True) -> Result:
+    """Recompute every trial of the current stored result of ``experiment_id`` (in
+    ``<results_dir>/remeasure/``, resumable like :func:`run`), require the same bits, and
+    record the recomputation's compute in the stored sidecar: ``cpu_time_s`` and a
+    ``remeasured`` entry (its elapsed and CPU seconds, commit, date, machine). The arrays and
+    the rest of the provenance are kept, so the result stays current. Raises
+    :class:`NotReproduced`, naming the arrays that differ, without touching the result."""
+    state = status(experiment_id, scale, results_dir)
+    if state != "current":
+        raise ValueError(f"{experiment_id}: the stored {scale} result is {state}; run it "
+                         f"instead: {regenerate_command(experiment_id, scale, results_dir)}")
+    stored = load(experiment_id, scale, results_dir)
+    fresh = run(experiment_id, scale, Path(results_dir) / "remeasure", progress=progress,
+                jobs=jobs)
+    differing = sorted(name for name in set(stored.arrays) | set(fresh.arrays)
+                       if name not in stored.arrays or name not in fresh.arrays
+                       or stored[name].dtype != fresh[name].dtype
+                       or not np.array_equal(stored[name], fresh[name], equal_nan=True))
+    if differing:
+        raise NotReproduced(f"{experiment_id}: the recomputation differs from the stored "
+                            f"result in {', '.join(differing)}; the stored result is kept")
+    record = dict(stored.provenance, cpu_time_s=fresh.provenance["cpu_time_s"],
+                  remeasured={name: fresh.provenance[name] for name in
+                              ("wall_time_s", "cpu_time_s", "git", "created", "machine",
+                               "packages")})
+    sidecar_path = result_paths(experiment_id, scale, results_dir)[1]
+    _write_text(sidecar_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    for path in result_paths(experiment_id, scale, Path(results_dir) / "remeasure")[:2]:
+        path.unlink()
+    return Result(stored.arrays, record)
+
+
 def load(experiment_id: str, scale: str = "paper",
          results_dir: Path | str = RESULTS_DIR) -> Result:
     """The stored result of ``experiment_id`` at ``scale``."""
