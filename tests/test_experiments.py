@@ -300,14 +300,19 @@ def test_results_written_by_runs_do_not_make_the_tree_dirty(tmp_path):
 
 
 def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
+    from dprl import floating_point
     from dprl.experiments.report import compute_by_part
 
     record = run("test-toy", "paper", tmp_path, progress=False).provenance
-    rows = {line.split()[0]: line.split() for line in compute_by_part(tmp_path).splitlines()}
-    assert rows["test"][1] == "1" and rows["test"][4:7] == ["1", "of", "1"]
-    assert float(rows["test"][3]) == pytest.approx(record["cpu_time_s"], rel=1e-3, abs=1e-3)
-    assert float(rows["test"][7]) == pytest.approx(record["cpu_time_s"] / 120, rel=1e-3,
-                                                   abs=1e-3)
+    table = compute_by_part(tmp_path)
+    rows = {row[0]: row for row in table.rows}
+    assert rows.keys() == {"test", "all"} and rows["all"] == ("all",) + rows["test"][1:]
+    assert rows["test"][1:3] == (1, "1 of 1")
+    assert rows["test"][3] == pytest.approx(record["cpu_time_s"], abs=1e-3)
+    assert rows["test"][4] == pytest.approx(record["cpu_time_s"] / 120, abs=1e-3)
+    here = floating_point.processor()
+    assert rows["test"][5] == f"{here['vendor']} {here['model']}"
+    assert "<table" in table._repr_html_() and table.text().splitlines()[0].startswith("part")
 
 
 def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, capsys):
@@ -324,6 +329,9 @@ def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, c
     assert remeasured["remeasured"]["machine"]["cpu"].keys() == {"vendor", "model", "flags"}
     assert {k: v for k, v in remeasured.items() if k not in ("cpu_time_s", "remeasured")} == record
     assert not any((tmp_path / "remeasure").iterdir())
+    runner.remeasure("test-toy", "smoke", tmp_path, progress=False)  # a second time
+    again = json.loads(sidecar.read_text())
+    assert again["remeasured"]["previous_cpu_time_s"] == remeasured["cpu_time_s"]
 
 
 def test_remeasure_refuses_other_bits_and_keeps_the_stored_result(tmp_path, capsys):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dprl.experiments.registry import SCALES, all_experiments, config_to_dict
 from dprl.experiments.runner import RESULTS_DIR, load, status
+from dprl.tables import Table
 
 
 def listing(scales: tuple[str, ...] = SCALES, results_dir: Path | str = RESULTS_DIR) -> str:
@@ -50,21 +51,30 @@ def provenance_summary() -> str:
     return "\n".join(lines) or "no committed paper-scale results"
 
 
-def compute_by_part(results_dir: Path | str = RESULTS_DIR) -> str:
+def measured_on(record: dict) -> str:
+    """The processor whose CPU seconds a sidecar records (a remeasurement's where there is
+    one), as ``vendor model``; "unrecorded" for sidecars older than that record."""
+    machine = record.get("remeasured", record)["machine"]
+    cpu = machine.get("cpu")
+    return "unrecorded" if cpu is None else f"{cpu['vendor']} {cpu['model']}"
+
+
+def compute_by_part(results_dir: Path | str = RESULTS_DIR) -> Table:
     """The compute the committed paper-scale results of each part of the book (experiment-id
-    prefix up to the first '-') record: elapsed seconds summed over batches, CPU seconds
-    where recorded, and those as minutes on a 2-core machine (CPU seconds / 2 / 60)."""
+    prefix up to the first '-') record: CPU seconds summed over their sidecars, for how many
+    of them, as minutes on a 2-core machine (CPU seconds / 2 / 60), and the processors they
+    were measured on; a last row sums the book."""
     parts: dict[str, list[dict]] = {}
     for experiment in all_experiments():
         if status(experiment.id, "paper", results_dir) == "current":
             record = load(experiment.id, "paper", results_dir).provenance
             parts.setdefault(experiment.id.split("-")[0], []).append(record)
-    lines = [f"{'part':12s} {'results':>7s} {'elapsed s':>10s} {'CPU s':>9s} "
-             f"{'(recorded for)':>14s} {'2-core min':>10s}"]
-    for part, records in sorted(parts.items()):
+    parts["all"] = [record for records in list(parts.values()) for record in records]
+    rows = []
+    for part, records in parts.items():
         timed = [r for r in records if "cpu_time_s" in r]
-        cpu = sum(r["cpu_time_s"] for r in timed)
-        lines.append(f"{part:12s} {len(records):>7d} "
-                     f"{sum(r['wall_time_s'] for r in records):>10.4g} {cpu:>9.4g} "
-                     f"{f'{len(timed)} of {len(records)}':>14s} {cpu / 120:>10.4g}")
-    return "\n".join(lines)
+        cpu = float(sum(r["cpu_time_s"] for r in timed))
+        rows.append((part, len(records), f"{len(timed)} of {len(records)}", cpu, cpu / 120,
+                     ", ".join(sorted({measured_on(r) for r in timed})) or None))
+    return Table(("part", "results", "CPU time recorded for", "CPU s", "2-core min",
+                  "measured on"), rows)

@@ -121,7 +121,8 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
     """Recompute every trial of the current stored result of ``experiment_id`` (in
     ``<results_dir>/remeasure/``, resumable like :func:`run`), require the same bits, and
     record the recomputation's compute in the stored sidecar: ``cpu_time_s`` and a
-    ``remeasured`` entry (its elapsed and CPU seconds, commit, date, machine). The arrays and
+    ``remeasured`` entry (its elapsed and CPU seconds, commit, date, machine, packages, and
+    the CPU seconds recorded before, if any). The arrays and
     the rest of the provenance are kept, so the result stays current. Raises
     :class:`NotReproduced`, naming the arrays that differ, without touching the result."""
     state = status(experiment_id, scale, results_dir)
@@ -138,10 +139,12 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
     if differing:
         raise NotReproduced(f"{experiment_id}: the recomputation differs from the stored "
                             f"result in {', '.join(differing)}; the stored result is kept")
+    remeasured = {name: fresh.provenance[name] for name in
+                  ("wall_time_s", "cpu_time_s", "git", "created", "machine", "packages")}
+    if "cpu_time_s" in stored.provenance:
+        remeasured["previous_cpu_time_s"] = stored.provenance["cpu_time_s"]
     record = dict(stored.provenance, cpu_time_s=fresh.provenance["cpu_time_s"],
-                  remeasured={name: fresh.provenance[name] for name in
-                              ("wall_time_s", "cpu_time_s", "git", "created", "machine",
-                               "packages")})
+                  remeasured=remeasured)
     sidecar_path = result_paths(experiment_id, scale, results_dir)[1]
     _write_text(sidecar_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
     for path in result_paths(experiment_id, scale, Path(results_dir) / "remeasure")[:2]:
