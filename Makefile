@@ -7,10 +7,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 # dprl.floating_point's settings (numpy and OpenBLAS pinned to AVX2 kernels, one BLAS thread),
-# so that every process started here computes the same bits as the committed results
-PINNED = env $(shell $(BIN)/python -m dprl env)
+# so that every process started here computes the same bits as the committed results; read
+# from the module file itself, so that they are known before .venv exists (make -n shows them)
+PINNED = env $(shell $(firstword $(wildcard $(BIN)/python) $(PYTHON)) dprl/floating_point.py)
 
-.PHONY: book test install lab refresh clean distclean spot-check-heavy
+.PHONY: help book test install lab refresh clean distclean spot-check-heavy
+.DEFAULT_GOAL := help
+
+help:
+	@echo "dprl: make TARGET [PYTHON=/path/to/python$(PYTHON_VERSION)] (each creates .venv first)"
+	@echo "  book              build the HTML book from the committed outputs (_build/html)"
+	@echo "  test              every test: unit tests, result spot-checks, nbval on every chapter"
+	@echo "  check-book        load every built page in headless Chromium"
+	@echo "  lab               JupyterLab on book/ with the pinned floating point"
+	@echo "  refresh NB=...    re-execute chapters in place (default: all)"
+	@echo "  spot-check-heavy  recompute a trial of the results CI only checks for being current"
+	@echo "  install | clean | distclean"
 
 # The Python version of .venv (empty when there is none or it is broken): a .venv of another
 # version, say from `PYTHON=python3.12 make install`, is recreated by the next make.
@@ -19,6 +31,15 @@ ifneq ($(call VERSION_OF,$(BIN)/python),$(PYTHON_VERSION))
 $(STAMP): FORCE
 endif
 FORCE:
+# A PYTHON given on the command line is used only to create .venv: say so when it differs
+ifeq ($(origin PYTHON),command line)
+ifneq ($(wildcard $(BIN)/python),)
+ifneq ($(call VERSION_OF,$(PYTHON)),$(call VERSION_OF,$(BIN)/python))
+$(warning PYTHON=$(PYTHON) is Python $(or $(call VERSION_OF,$(PYTHON)),unknown), but the existing \
+  $(VENV) is $(call VERSION_OF,$(BIN)/python) and is kept; run make distclean first to rebuild it)
+endif
+endif
+endif
 
 $(STAMP): pyproject.toml
 	@version="$(call VERSION_OF,$(PYTHON))"; if [ "$$version" != "$(PYTHON_VERSION)" ]; then \

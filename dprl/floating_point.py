@@ -122,3 +122,7 @@ def problems() -> list[str]:
 def shell_assignments() -> str:
     """:func:`settings` as ``NAME=value`` words for ``env`` (``python -m dprl env``)."""
     return " ".join(f"{name}={value}" for name, value in settings().items())
+
+
+if __name__ == "__main__":  # the Makefile reads the settings before the environment exists
+    print(shell_assignments())

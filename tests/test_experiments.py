@@ -87,6 +87,27 @@ def test_interrupted_run_resumes_without_recomputing_finished_batches(tmp_path):
     np.testing.assert_array_equal(resumed["draws"], reference["draws"])
 
 
+@pytest.mark.parametrize("damage", ["truncated", "misshapen"])
+def test_a_damaged_saved_batch_stops_the_resume_before_any_compute(damage, tmp_path, capsys):
+    FAIL_AFTER.append(2)
+    with pytest.raises(KeyboardInterrupt):
+        run("test-toy", "paper", tmp_path, progress=False)
+    FAIL_AFTER.clear()
+    CALLS.clear()
+    batch = sorted(result_paths("test-toy", "paper", tmp_path)[2].glob("batch-*.npz"))[1]
+    if damage == "truncated":
+        batch.write_bytes(batch.read_bytes()[:100])
+    else:
+        np.savez(batch, __seconds__=1.0, draws=np.zeros((1, 4)), total=np.zeros(1))
+    with pytest.raises(ValueError, match=f"{batch.name} is damaged .*--restart"):
+        run("test-toy", "paper", tmp_path, progress=False)
+    assert CALLS == []
+    assert main(["run", "test-toy", "--scale", "paper", "--results-dir", str(tmp_path)]) == 1
+    assert "--restart" in capsys.readouterr().err and CALLS == []
+    assert main(["run", "test-toy", "--scale", "paper", "--restart",
+                 "--results-dir", str(tmp_path)]) == 0
+
+
 def test_restart_discards_partial_batches(tmp_path):
     FAIL_AFTER.append(1)
     with pytest.raises(KeyboardInterrupt):

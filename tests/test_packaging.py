@@ -54,3 +54,33 @@ def test_ci_runs_the_readme_test_command_and_the_strict_book_build():
     assert "make test" in ci and "make book" in ci
     assert "jupyter-book build . -W --keep-going --all" in makefile
     assert "--nbval" in makefile and "--dist loadfile" in makefile
+
+
+
+def _make_in_copy(tmp_path, *args: str) -> str:
+    """``make ARGS`` in a copy of the Makefile (and the files it reads) in ``tmp_path``,
+    where no .venv exists: a dry run there cannot touch the project's environment."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "dprl").mkdir()
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    shutil.copy(ROOT / "dprl" / "floating_point.py", tmp_path / "dprl")
+    done = subprocess.run(["make", "--no-print-directory", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout + done.stderr
+
+
+def test_bare_make_lists_the_targets(tmp_path):
+    out = _make_in_copy(tmp_path)
+    assert "Nothing to be done" not in out
+    assert all(f"  {target} " in out for target in ("book", "test", "check-book", "lab"))
+
+
+def test_the_floating_point_settings_are_known_before_the_environment_exists(tmp_path):
+    from dprl.floating_point import shell_assignments
+
+    dry = _make_in_copy(tmp_path, "-n", "test")
+    assert "python3.11 -m venv .venv" in dry
+    assert f"env {shell_assignments()} .venv/bin/python -m pytest" in dry

@@ -19,6 +19,7 @@ import shutil
 import signal
 import threading
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,7 +295,26 @@ def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tu
         shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
     _write_text(marker, json.dumps(wanted, indent=1))
-    return _saved_batches(partial)
+    saved = _saved_batches(partial)
+    for start, stop in sorted(saved):
+        _check_batch(partial / f"batch-{start:06d}-{stop:06d}.npz", stop - start)
+    return saved
+
+
+def _check_batch(path: Path, n_trials: int) -> None:
+    """Raise, naming ``--restart``, unless ``path`` is a readable batch of ``n_trials``
+    trials: a damaged batch is found before anything is computed."""
+    try:
+        with np.load(path) as stored:
+            ok = "__seconds__" in stored.files and all(
+                stored[name].shape[:1] == (n_trials,) for name in stored.files
+                if name not in _TIMES)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"the saved batch {path} is damaged ({type(error).__name__}: "
+                         f"{error}); rerun with --restart to discard the saved batches") from None
+    if not ok:
+        raise ValueError(f"the saved batch {path} is damaged (missing or misshapen arrays); "
+                         "rerun with --restart to discard the saved batches")
 
 
 def _saved_batches(partial: Path) -> set[tuple[int, int]]:
