@@ -17,10 +17,10 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dprl.determinism import deterministic_torch
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
 from dprl.experiments.sharma2025 import result_arrays
@@ -29,14 +29,13 @@ from dprl.kernels import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
-from dprl.sharma2025.dp_sgd import DPSGDConfig
-from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
 from dprl.sharma2025.release import appendix_b3_split
-from dprl.sharma2025.training import (Schedule, calibrated_noise, draw_coins, make_learner,
-                                      random_policy_returns, run_streams, train)
-from dprl.sharma2025.training_data import (TrainingData, cached_training_data,
-                                           record_training_data, split_by_release)
 from dprl.validation import require_probability
+
+if TYPE_CHECKING:  # torch is imported where a run computes: listing experiments stays fast
+    from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
+    from dprl.sharma2025.training import Schedule
+    from dprl.sharma2025.training_data import TrainingData
 
 CACHE_DIR = REPO_ROOT / "data" / "cache"
 
@@ -108,6 +107,8 @@ class TrainingConfig(TrialConfig):
 
     @property
     def schedule(self) -> Schedule:
+        from dprl.sharma2025.training import Schedule
+
         return Schedule(self.steps, self.target_every, self.checkpoints, self.eval_episodes)
 
 
@@ -118,6 +119,8 @@ def _release_id(env: str) -> str:
 @lru_cache(maxsize=2)
 def training_data(env: str, release_scale: str, m: int) -> TrainingData:
     """All trajectories of the first ``m`` members of ``env``'s release data (cached)."""
+    from dprl.sharma2025.training_data import cached_training_data, record_training_data
+
     config = get(_release_id(env)).config(release_scale)
     experts, recorder = population(config)
     chosen = members(experts.n_experts, m, config.data_seed)
@@ -159,6 +162,8 @@ def _release_arrays(env: str, release_scale: str) -> dict[str, np.ndarray]:
 def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
               release_scale: str) -> tuple[Transitions, ExpertTransitions]:
     """``(D_stable, D_unst)`` of the run (non-private: everything is stable)."""
+    from dprl.sharma2025.training_data import split_by_release
+
     if run.method == "nonprivate":
         return data.pool.transitions, data.pool
     if cell is None:
@@ -175,6 +180,11 @@ def training_trials(config: TrainingConfig,
     the random policy's on the same episodes, the noise multiplier used, the step counts,
     the sizes of ``D_stable`` and ``D_unst``, and the eps2 the run really spends with the
     coins visible."""
+    from dprl.determinism import deterministic_torch
+    from dprl.sharma2025.dp_sgd import DPSGDConfig
+    from dprl.sharma2025.training import (calibrated_noise, draw_coins, make_learner,
+                                          random_policy_returns, run_streams, train)
+
     deterministic_torch(1)
     out: dict[str, list] = {name: [] for name in (
         "returns", "random_returns", "noise_multiplier", "dp_steps", "stable_steps",
@@ -194,9 +204,10 @@ def training_trials(config: TrainingConfig,
         dp_steps = int(coins.sum())
         s = (calibrated_noise(eps2, delta2, run.batch_size, run.m, p, config.steps, dp_steps,
                               run.reading, config.accountant) if dp_steps else np.nan)
-        outcome = train(make_learner(config.env, run.algorithm, generator, config.kernels), stable, unstable,
-                        coins, DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s),
-                        run.learning_rate, config.schedule, config.env, generator, eval_rng)
+        learner = make_learner(config.env, run.algorithm, generator, config.kernels)
+        dp_config = DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s)
+        outcome = train(learner, stable, unstable, coins, dp_config, run.learning_rate,
+                        config.schedule, config.env, generator, eval_rng)
         visible = (selective_epsilon(s, run.batch_size, run.m, p, config.steps, delta2,
                                      "visible_coins", dp_steps, config.accountant) if dp_steps else 0.0)
         values = (outcome.returns, random_policy_returns(config.env, config.eval_episodes,
