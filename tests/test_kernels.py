@@ -125,3 +125,37 @@ def test_weight_and_bias_sums():
 def test_bad_input_is_rejected(call):
     with pytest.raises(ValueError):
         call()
+
+
+#: The digest of :func:`_product_digest`, computed with numpy 2.4.6 (scipy-openblas 0.3.31)
+#: pinned by dprl.floating_point on an AMD EPYC and on an Intel Xeon (the unpinned Xeon, on
+#: OpenBLAS's SkylakeX kernels, gives another digest): the portable products' bits.
+PRODUCT_DIGEST = "0bf6a53427febfff5a2846bd0268c96f48e1ed5c87eb511f8d7aeda723a29129"
+
+
+def _product_digest() -> str:
+    """SHA-256 of float32 products (and row sums) of exactly representable inputs in the
+    shapes of the book's networks: batches of 256, 62 and 10 through 2 x 256 and 1 x 512."""
+    import hashlib
+
+    rng = np.random.Generator(np.random.PCG64(12345))
+
+    def mat(*shape):
+        return (rng.integers(-2**20, 2**20, size=shape) / 2**20).astype(np.float32)
+
+    digest = hashlib.sha256()
+    for m, k, n in [(256, 4, 256), (256, 256, 256), (256, 256, 2), (256, 256, 4), (4, 256, 256),
+                    (10, 4, 256), (10, 256, 256), (1, 256, 2), (1, 4, 256), (62, 256, 256),
+                    (256, 62, 256), (512, 6, 512), (3, 512, 4), (300, 300, 300), (37, 1000, 41)]:
+        a, b = mat(m, k), mat(k, n)
+        for product in (np.matmul(a, b), np.matmul(b.T, a.T), np.matmul(a.T.copy().T, b),
+                        a.sum(axis=0)):
+            digest.update(product.tobytes())
+    return digest.hexdigest()
+
+
+@x86_v3
+def test_portable_products_have_the_bits_recorded_on_amd_and_intel():
+    if np.__version__ != "2.4.6":
+        pytest.skip(f"the digest was recorded with numpy 2.4.6, this is {np.__version__}")
+    assert _product_digest() == PRODUCT_DIGEST
