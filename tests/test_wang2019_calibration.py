@@ -217,12 +217,12 @@ def test_authors_setting_values():
 
 
 def test_dqn_calibration_readings():
-    updates, iterations, printed = (dqn_calibration(0.9, AUTHORS_DQN, r) for r in READINGS)
+    updates, iterations, outside = (dqn_calibration(0.9, AUTHORS_DQN, r) for r in READINGS)
     n_updates, n_iterations = dp_sgd_updates(AUTHORS_DQN), 5000 // 128
     assert n_updates == 4873 and n_iterations == 39
     for cal, n, resets, variant in ((updates, n_updates, 100, "proof"),
                                     (iterations, n_iterations, n_iterations, "proof"),
-                                    (printed, n_iterations, n_iterations, "statement")):
+                                    (outside, n_iterations, n_iterations, "statement")):
         assert cal.sigma == pytest.approx(theorem5_sigma(
             0.9, 5e-5, n * 128, 128, 0.01, cal.k, 1.0, variant=variant), rel=1e-12)
         assert cal.total_delta == pytest.approx(1e-4, rel=1e-6)  # J paths in the tail term:
@@ -231,9 +231,9 @@ def test_dqn_calibration_readings():
     # exact accounting of the n Gaussian-process updates each reading counts
     for cal, n in ((updates, n_updates), (iterations, n_iterations)):
         assert exact_composition_delta(0.9, cal.sigma, math.sqrt(cal.constant), n) <= 5e-5
-    assert exact_composition_delta(0.9, printed.sigma, math.sqrt(printed.constant),
+    assert exact_composition_delta(0.9, outside.sigma, math.sqrt(outside.constant),
                                    n_iterations) > 100 * 5e-5
-    assert updates.sigma > iterations.sigma > printed.sigma
+    assert updates.sigma > iterations.sigma > outside.sigma
     assert dqn_calibration(0.45, AUTHORS_DQN, "iterations").sigma > iterations.sigma
 
 

@@ -22,14 +22,14 @@ def test_figure2_methods_are_wired_to_their_calibrations():
     dqn = figure2_dqn(config)
     rng = trial_generator(config.root_seed, 1)
     plain = train(MLPQ(), dqn, [0.0], [copy.deepcopy(rng)])
-    printed = FIGURE2_METHODS.index("ours-printed")
+    outside = FIGURE2_METHODS.index("ours-outside")
     for k, eps in enumerate(config.eps_levels):
         np.testing.assert_array_equal(returns[k, FIGURE2_METHODS.index("output")],
                                       plain.returns[0])
-        calibration = dqn_calibration(eps, dqn, "printed", delta_total=config.delta)
+        calibration = dqn_calibration(eps, dqn, "outside", delta_total=config.delta)
         ours = train(MLPQ(), dataclasses.replace(dqn, beta=calibration.beta),
                      [calibration.sigma], [copy.deepcopy(rng)])
-        np.testing.assert_array_equal(returns[k, printed], ours.returns[0])
+        np.testing.assert_array_equal(returns[k, outside], ours.returns[0])
         std = input_perturbation_scale(dqn, eps, config.delta)
         privacy = copy.deepcopy(rng).spawn(8)[7]
         perturbed = train_perturbed_rewards(dqn, [std], [copy.deepcopy(rng)], [privacy])

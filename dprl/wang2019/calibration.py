@@ -5,8 +5,8 @@ the sample path, and the generic composition bounds the paper compares with.
 **Theorem 5: C inside or outside the square root.** In the book's copy of the paper (a
 text extraction) the extent of the statement's root is not legible: it may read
 ``sigma >= sqrt(2 (T/B) ln(e + eps/delta) C) / eps`` or
-``sigma >= sqrt(2 (T/B) ln(e + eps/delta)) C / eps`` (``variant="statement"``, "C outside",
-a reading the copy cannot rule out), with
+``sigma >= sqrt(2 (T/B) ln(e + eps/delta)) C / eps`` ("C outside", a reading the copy cannot
+rule out; ``variant="statement"``, a key name that does not say the paper prints it), with
 ``C = ((4 alpha (k+1)/B)^2 + 4 alpha (k+1)/B) L^2``; its proof ends with
 ``sigma >= sqrt(2 (T/B) ||f||_H^2 ln(e + eps/delta)) / eps`` and bounds ``||f||_H^2 <= C``.
 The proof is right (``variant="proof"``): with ``v = 4 alpha (k+1)/B``, one update moves
@@ -15,7 +15,7 @@ L-Lipschitz; Lemma 6 gives ``||f||_H^2 <= (1 + beta/2) ||f||_inf^2 + ||f'||_2^2 
 and ``beta = 1/v`` turns this into ``(v^2 + v) L^2 = C``. C is thus the *squared*
 sensitivity, and every Gaussian calibration (Prop. 4, and the composition step of the proof)
 scales sigma with the sensitivity ``||f||_H <= sqrt(C)``, not with its square. Scaling Q
-(and L) by c must scale the noise by c: the proof's sigma does, the statement's scales by
+(and L) by c must scale the noise by c: the proof's sigma does, the C-outside one scales by
 c^2. With ``C < 1`` (small learning rates) the C-outside reading under-noises by the factor
 ``sqrt(C)``: :func:`exact_composition_delta` shows its delta far above target.
 """
@@ -44,7 +44,7 @@ GP_SOURCES = {"wang2019": 1.25, "hall2013": 2.0}
 SIGMA_VARIANTS = ("proof", "statement")
 TAIL_VARIANTS = ("statement", "borell-tis")
 #: How Theorem 5 is applied to Algorithm 1 inside the authors' DQN (:func:`dqn_calibration`).
-READINGS = ("updates", "iterations", "printed")
+READINGS = ("updates", "iterations", "outside")
 #: How the T/B updates are composed: Theorem 5's bound, or exactly (:func:`exact_composition_sigma`).
 COMPOSITIONS = ("theorem5", "exact")
 
@@ -179,9 +179,10 @@ def theorem5_sigma(eps: float, delta: float, T: int, batch_size: int, alpha: flo
                    composition: str = "theorem5") -> float:
     """Noise level of Algorithm 1 line 5 / Theorem 5 (Wang & Hegde 2019), T/B updates:
     ``"proof"`` sqrt(2 (T/B) C ln(e + eps/delta)) / eps (correct, see module docstring);
-    ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, the C-outside reading of the
-    statement (the paper copy's root is not legible). ``composition="exact"`` composes the
-    updates of sensitivity sqrt(C) (or C) exactly instead (:func:`exact_composition_sigma`)."""
+    ``"statement"`` sqrt(2 (T/B) ln(e + eps/delta)) C / eps, Theorem 5 read with C outside
+    the root (the paper copy's root is not legible; the key does not say the paper prints
+    it). ``composition="exact"`` composes the updates of sensitivity sqrt(C) (or C) exactly
+    instead (:func:`exact_composition_sigma`)."""
     if variant not in SIGMA_VARIANTS:
         raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {variant!r}")
     if composition not in COMPOSITIONS:
@@ -362,7 +363,7 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
     - ``"iterations"``: the proof's sigma with T/B = floor(steps / B), Alg. 1's count of
       iterations (one update per B transitions), and J = T/B: it ignores the DQN's extra
       updates, so it does not cover the run;
-    - ``"printed"``: the statement read with C outside the root (a reading the paper copy
+    - ``"outside"``: Theorem 5 read with C outside the root (a reading the paper copy
       cannot rule out; module docstring) with the ``"iterations"`` count: under-noised twice
       over.
 
@@ -378,7 +379,7 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
         n_updates, resets = dp_sgd_updates(config, mdp), -(-steps // config.reset_period)
     else:
         n_updates = resets = require_int("steps // batch_size", steps // batch)
-    variant = "statement" if reading == "printed" else "proof"
+    variant = "statement" if reading == "outside" else "proof"
     delta_total = require_delta(delta_total, "delta_total")
     return calibrate_theorem5(eps, delta_total / 2, n_updates * batch, batch,
                               config.learning_rate, lipschitz, resets, delta_total / 2,
