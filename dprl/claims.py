@@ -125,3 +125,103 @@ def scorecard_table(verdicts: list[Verdict]) -> str:
     rows += [f"| {v.source} | {v.section} | {v.statement} | **{v.verdict}** | {v.numbers} "
              f"| {v.chapter} |" for v in sorted(verdicts, key=lambda v: (v.source, v.chapter))]
     return "\n".join(rows)
+
+
+# --- criteria that chance cannot pass -------------------------------------------------------
+
+#: The level below which a criterion's PARTIAL (and so HOLDS) must be improbable under "no
+#: effect".
+NULL_LEVEL = 0.05
+
+
+def cell_test_rate(n_seeds: int, margin_se: float = 2.0) -> float:
+    """The probability that a cell's paired gap over ``n_seeds`` seeds is "significant" in a
+    given direction (mean >= ``margin_se`` standard errors) when it has no effect: the
+    Student-t tail ``P(t_{n-1} >= margin_se)`` (per-seed gaps independent and normal)."""
+    from scipy.stats import t
+
+    if int(n_seeds) != n_seeds or n_seeds < 2:
+        raise ValueError(f"n_seeds must be an integer >= 2, got {n_seeds!r}")
+    if not margin_se > 0:
+        raise ValueError(f"margin_se must be > 0, got {margin_se!r}")
+    return float(t.sf(margin_se, n_seeds - 1))
+
+
+def net_count_tail(n_cells: int, rate: float, k: int) -> float:
+    """``P(W - L >= k)`` when each of ``n_cells`` independent cells is a win with
+    probability ``rate``, a loss with probability ``rate`` and neither otherwise (the null
+    of no effect for a two-sided per-cell test)."""
+    from scipy.stats import multinomial
+
+    if int(n_cells) != n_cells or n_cells < 0:
+        raise ValueError(f"n_cells must be an integer >= 0, got {n_cells!r}")
+    if not 0 <= rate <= 0.5:
+        raise ValueError(f"rate must be in [0, 0.5], got {rate!r}")
+    probabilities = [rate, rate, 1 - 2 * rate]
+    return float(sum(multinomial.pmf([wins, losses, n_cells - wins - losses], n_cells,
+                                     probabilities)
+                     for wins in range(n_cells + 1) for losses in range(n_cells + 1 - wins)
+                     if wins - losses >= k))
+
+
+def agreement_tail(chances: list[float], k: int) -> float:
+    """``P(A >= k)`` for the number ``A`` of agreements among independent cells that agree by
+    chance with the probabilities ``chances`` (a Poisson binomial: e.g. a choice among
+    ``n_i`` options made at random agrees with probability ``1 / n_i``)."""
+    if any(not 0 <= c <= 1 for c in chances):
+        raise ValueError("chances must lie in [0, 1]")
+    pmf = np.array([1.0])
+    for c in chances:
+        pmf = np.convolve(pmf, [1 - c, c])
+    return float(pmf[max(k, 0):].sum()) if k <= len(chances) else 0.0
+
+
+@dataclass(frozen=True)
+class CountRule:
+    """A verdict over independent cells from significant wins and losses (a significant
+    loss counts against the claim): PARTIAL needs ``wins - losses >= threshold``, the
+    smallest net count whose probability under "no effect" is at most ``level``; HOLDS also
+    needs no loss and wins in at least ``share`` of the cells. ``null_probability`` is the
+    chance of PARTIAL or better under no effect (at most ``level``; 0 where no count
+    reaches it: then only FAILS is possible, which the rule states)."""
+
+    wins: int
+    losses: int
+    cells: int
+    rate: float
+    share: float = 0.75
+    level: float = NULL_LEVEL
+
+    @property
+    def threshold(self) -> int | None:
+        return next((k for k in range(1, self.cells + 1)
+                     if net_count_tail(self.cells, self.rate, k) <= self.level), None)
+
+    @property
+    def null_probability(self) -> float:
+        k = self.threshold
+        return 0.0 if k is None else net_count_tail(self.cells, self.rate, k)
+
+    @property
+    def partly(self) -> bool:
+        k = self.threshold
+        return k is not None and self.wins - self.losses >= k
+
+    @property
+    def holds(self) -> bool:
+        return self.partly and self.losses == 0 and self.wins >= self.share * self.cells
+
+    def numbers(self) -> dict[str, object]:
+        """The evidence for :func:`claim`: counts, threshold, null probability."""
+        return dict(cells=self.cells, significant_wins=self.wins,
+                    significant_losses=self.losses, per_cell_null_rate=self.rate,
+                    net_needed=self.threshold if self.threshold is not None else "unreachable",
+                    null_probability=self.null_probability)
+
+    def criterion(self, cell: str) -> str:
+        """The rule in words, ``cell`` saying what a significant win is."""
+        return (f"per {cell}; PARTIAL if significant wins - significant losses >= "
+                f"{self.threshold} (the smallest net count with P <= {self.level:g} under no "
+                f"effect, each cell winning or losing by chance with probability "
+                f"{self.rate:.3g}), HOLDS if also no significant loss and wins in >= "
+                f"{self.share:.0%} of the {self.cells} cells, FAILS otherwise")

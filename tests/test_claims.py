@@ -1,8 +1,10 @@
 import json
 
+import numpy as np
 import pytest
 
-from dprl.claims import claim, collect
+from dprl.claims import (NULL_LEVEL, CountRule, agreement_tail, cell_test_rate, claim, collect,
+                         net_count_tail)
 
 
 def test_claim_prints_a_verdict_line_the_scorecard_collects(tmp_path, capsys):
@@ -95,3 +97,64 @@ def test_scorecard_table_has_one_row_per_claim():
     assert lines[0] == "| paper | section | claim | verdict | numbers | chapter |"
     assert lines[2] == "| Balle 2016 | Sec. 6 | s1 | **FAILS** | x=1 | balle2016/a |"
     assert len(lines) == 4 and scorecard_table([]) == "no claims evaluated yet"
+
+
+# --- criteria that chance cannot pass (issue 28) ---------------------------------------------
+
+
+
+def test_cell_test_rate_is_the_rate_of_significant_gaps_without_effect():
+    rng = np.random.default_rng(0)
+    gaps = rng.normal(size=(400_000, 3))
+    mean, se = gaps.mean(axis=1), gaps.std(axis=1, ddof=1) / np.sqrt(3)
+    simulated = np.mean(mean >= 2 * se)
+    assert abs(simulated - cell_test_rate(3)) < 4 * np.sqrt(0.09 * 0.91 / 400_000)
+    assert cell_test_rate(3) == pytest.approx(0.09175, abs=1e-5)
+    with pytest.raises(ValueError, match="n_seeds"):
+        cell_test_rate(1)
+
+
+def test_net_count_tail_against_enumeration_by_simulation():
+    rng = np.random.default_rng(1)
+    n, rate = 12, cell_test_rate(3)
+    outcomes = rng.multinomial(n, [rate, rate, 1 - 2 * rate], size=200_000)
+    net = outcomes[:, 0] - outcomes[:, 1]
+    for k in (1, 2, 3, 4):
+        p = net_count_tail(n, rate, k)
+        assert abs(np.mean(net >= k) - p) < 4 * np.sqrt(p * (1 - p) / 200_000) + 1e-4
+    assert net_count_tail(n, rate, -n) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("cells", [3, 6, 12, 18])
+def test_count_rule_passes_no_effect_at_most_at_its_level(cells):
+    """Simulated under the null (every cell a chance win or loss at the per-cell rate of a
+    3-seed t test at 2 s.e.), PARTIAL or better comes out at the stated rate, <= 5 %."""
+    rate = cell_test_rate(3)
+    rng = np.random.default_rng(cells)
+    outcomes = rng.multinomial(cells, [rate, rate, 1 - 2 * rate], size=100_000)
+    rule = {(int(w), int(l)): CountRule(int(w), int(l), cells, rate).partly
+            for w, l in np.unique(outcomes[:, :2], axis=0)}  # a function of (wins, losses)
+    rejected = np.mean([rule[int(w), int(l)] for w, l in outcomes[:, :2]])
+    stated = CountRule(0, 0, cells, rate).null_probability
+    assert stated <= NULL_LEVEL
+    assert abs(rejected - stated) < 4 * np.sqrt(max(stated, 1e-4) / 100_000) + 1e-4
+
+
+def test_count_rule_reaches_every_verdict_and_counts_losses_against():
+    rate = cell_test_rate(3)
+    assert CountRule(12, 0, 12, rate).holds
+    assert CountRule(4, 0, 12, rate).partly and not CountRule(4, 0, 12, rate).holds
+    assert not CountRule(4, 2, 12, rate).partly  # two significant losses cancel two wins
+    assert not CountRule(9, 1, 12, rate).holds and CountRule(9, 1, 12, rate).partly
+    assert not CountRule(1, 0, 12, rate).partly
+    tiny = CountRule(1, 0, 1, rate)  # one cell: a win at 9 % cannot decide
+    assert tiny.threshold is None and not tiny.partly and tiny.null_probability == 0
+    assert "unreachable" in str(tiny.numbers()["net_needed"])
+
+
+def test_agreement_tail_is_a_poisson_binomial():
+    from scipy.stats import binom
+
+    assert agreement_tail([0.2] * 12, 5) == pytest.approx(binom.sf(4, 12, 0.2))
+    assert agreement_tail([0.5, 0.25], 2) == pytest.approx(0.125)
+    assert agreement_tail([0.5], 3) == 0.0 and agreement_tail([0.3], 0) == pytest.approx(1.0)
