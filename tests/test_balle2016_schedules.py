@@ -45,3 +45,23 @@ def test_bad_input():
         judge_schedules(np.zeros((3, 3)), SCALES, POWERS, target=0.4)
     with pytest.raises(ValueError, match="scores"):
         judge_schedules(np.zeros((2, 3)), SCALES, POWERS)
+
+
+def test_a_reference_score_caps_the_scores():
+    """With theta = 0's score as the reference, a power wins or loses only by beating
+    theta = 0 too: two powers that both do worse than it compare as equal."""
+    scores = np.full((3, 3), 0.0)
+    scores[1, 0] = -1.0  # the best other power
+    scores[0, 1] = -1.5  # the target, better than it
+    assert judge_schedules(scores, SCALES, POWERS).outcome == "best"
+    # theta = 0 scores -1.2: the other power is worse than it, the target still beats both
+    assert judge_schedules(scores, SCALES, POWERS, reference=-1.2).outcome == "best"
+    # theta = 0 scores -2: neither beats it, so neither wins
+    judged = judge_schedules(scores, SCALES, POWERS, reference=-2.0)
+    assert judged.outcome == "inconclusive" and judged.gap == judged.margin == 0
+    # a target worse than the other power is beaten only if that power also beats theta = 0
+    scores[0, 1] = -0.5
+    assert judge_schedules(scores, SCALES, POWERS, reference=-0.6).outcome == "beaten"
+    assert judge_schedules(scores, SCALES, POWERS, reference=-1.1).outcome == "inconclusive"
+    with pytest.raises(ValueError, match="reference"):
+        judge_schedules(scores, SCALES, POWERS, reference=np.nan)

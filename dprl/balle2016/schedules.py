@@ -3,7 +3,9 @@ regularization schedule proportional to sqrt(m) ... achieves the best overall ac
 
 A schedule's *score* over a range of batch sizes is the mean over those sizes of ``log10``
 of its mean RMSE over runs (a geometric mean over the grid; lower is better). Within a
-tolerance (in decades) two scores are indistinguishable.
+tolerance (in decades) two scores are indistinguishable. A *reference* score (that of the
+trivial estimate ``theta = 0``) caps every score: a schedule that does worse than releasing
+``theta = 0`` is of no use, so it cannot win or lose against another such schedule.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class ScheduleJudgement:
     tolerance), "beaten" (some other power beats it by more than the tolerance) or
     "inconclusive" (neither). ``gap``: ``target``'s best score minus the best overall
     (>= 0); ``margin``: the best other power's score minus ``target``'s (> 0 when ``target``
-    wins)."""
+    wins). With a reference score, every power's score is first capped at it (both
+    figures are then of the capped scores)."""
 
     outcome: str
     best_power: float
@@ -47,11 +50,14 @@ class ScheduleJudgement:
     margin: float
 
 
-def judge_schedules(scores, scales, powers, target: float = 0.5,
-                    tolerance: float = 0.02) -> ScheduleJudgement:
+def judge_schedules(scores, scales, powers, target: float = 0.5, tolerance: float = 0.02,
+                    reference: float | None = None) -> ScheduleJudgement:
     """Judge the power ``target`` on scores ``(len(scales), len(powers))`` (NaN = refused);
     ``best_scale_at_edge`` says whether the best schedule's ``c`` is the grid's smallest or
-    largest (the grid may be too narrow)."""
+    largest (the grid may be too narrow). ``reference``: the score of the trivial estimate
+    ``theta = 0``; each power's best score is capped at it, so a power wins only by beating
+    ``theta = 0`` as well (by more than the tolerance), and two powers that both do worse
+    than ``theta = 0`` compare as equal."""
     scales = require_array("scales", scales, ndim=1)
     powers = require_array("powers", powers, ndim=1)
     scores = np.asarray(scores, dtype=float)
@@ -66,6 +72,10 @@ def judge_schedules(scores, scales, powers, target: float = 0.5,
         raise ValueError("scores are all NaN (every schedule refused)")
     per_power = np.array([np.nanmin(col) if np.isfinite(col).any() else np.inf
                           for col in scores.T])
+    if reference is not None:
+        if not np.isfinite(reference):
+            raise ValueError(f"reference must be a finite score, got {reference!r}")
+        per_power = np.minimum(per_power, float(reference))
     mine, others = per_power[hits[0]], np.delete(per_power, hits[0])
     c_idx, q_idx = np.unravel_index(np.nanargmin(scores), scores.shape)
     gap, margin = float(mine - per_power.min()), float(others.min() - mine)
