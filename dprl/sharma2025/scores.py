@@ -92,6 +92,10 @@ class PairedGap:
         """Ours better: the mean gap positive and at least ``margin_se`` standard errors."""
         return self.mean > 0 and self.mean >= margin_se * self.se
 
+    def worse(self, margin_se: float = 2.0) -> bool:
+        """Ours worse: the mean gap negative and at least ``margin_se`` standard errors."""
+        return self.mean < 0 and -self.mean >= margin_se * self.se
+
 
 def paired_gap(ours: Sequence[Scored], baseline: Sequence[Scored],
                raw: bool = False) -> PairedGap:
