@@ -327,7 +327,7 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
 #: Committed results still computed with torch's vendor-dependent kernels (made before
 #: issue 27; they reproduce only on the processor that made them), until regenerated with
 #: the portable ones.
-VENDOR_KERNEL_RESULTS = frozenset({"sharma2025-cartpole-training"})
+VENDOR_KERNEL_RESULTS: frozenset[str] = frozenset()
 
 
 def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
