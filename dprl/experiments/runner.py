@@ -147,7 +147,7 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
     record = dict(stored.provenance, cpu_time_s=fresh.provenance["cpu_time_s"],
                   remeasured=remeasured)
     sidecar_path = result_paths(experiment_id, scale, results_dir)[1]
-    _write_text(sidecar_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _write_sidecar(sidecar_path, record)
     for path in result_paths(experiment_id, scale, Path(results_dir) / "remeasure")[:2]:
         path.unlink()
     return Result(stored.arrays, record)
@@ -283,6 +283,12 @@ def _batches(config: TrialConfig) -> list[tuple[int, int]]:
 _BATCH_FILE = re.compile(r"batch-(\d{6})-(\d{6})\.npz")
 
 
+def _batch_path(partial: Path, start: int, stop: int, prefix: str = "batch") -> Path:
+    """Where trials ``start .. stop - 1`` are saved in ``partial`` (``prefix="tmp"``: while
+    being written)."""
+    return partial / f"{prefix}-{start:06d}-{stop:06d}.npz"
+
+
 def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tuple[int, int]]:
     """Make the partial folder for ``config``; return the batches it already holds.
 
@@ -297,7 +303,7 @@ def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tu
     _write_text(marker, json.dumps(wanted, indent=1))
     saved = _saved_batches(partial)
     for start, stop in sorted(saved):
-        _check_batch(partial / f"batch-{start:06d}-{stop:06d}.npz", stop - start)
+        _check_batch(_batch_path(partial, start, stop), stop - start)
     return saved
 
 
@@ -343,8 +349,8 @@ def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarr
                 seconds: float, cpu_seconds: float) -> None:
     """Write one batch atomically (a crash leaves no half-written batch behind), with its
     elapsed and its CPU seconds."""
-    final = partial / f"batch-{start:06d}-{stop:06d}.npz"
-    temporary = partial / f"tmp-{start:06d}-{stop:06d}.npz"
+    final = _batch_path(partial, start, stop)
+    temporary = _batch_path(partial, start, stop, "tmp")
     np.savez(temporary, __seconds__=np.float64(seconds),
              __cpu_seconds__=np.float64(cpu_seconds), **arrays)
     os.replace(temporary, final)
@@ -359,7 +365,7 @@ def _gather(partial: Path, batches: list[tuple[int, int]]
     seconds of their computation (CPU NaN if a batch predates its recording)."""
     parts, seconds, cpu_seconds = [], 0.0, 0.0
     for start, stop in batches:
-        with np.load(partial / f"batch-{start:06d}-{stop:06d}.npz") as stored:
+        with np.load(_batch_path(partial, start, stop)) as stored:
             seconds += float(stored["__seconds__"])
             cpu_seconds += (float(stored["__cpu_seconds__"])
                             if "__cpu_seconds__" in stored.files else float("nan"))
@@ -378,7 +384,12 @@ def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.nd
     np.savez_compressed(temporary, **arrays)
     os.replace(temporary, arrays_path)
     record = dict(record, sha256=_sha256(arrays_path))
-    _write_text(sidecar_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _write_sidecar(sidecar_path, record)
+
+
+def _write_sidecar(path: Path, record: dict[str, Any]) -> None:
+    """Write a result's provenance record as its JSON sidecar (sorted keys, atomically)."""
+    _write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def _write_text(path: Path, text: str) -> None:
