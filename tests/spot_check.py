@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from dprl.experiments import RESULTS_DIR, load, mismatched_trials, status
-from dprl.experiments.provenance import unverifiable_here
 
 COMMITTED = sorted(RESULTS_DIR.glob("*.json"))
 # A fresh choice of trials on every run; set DPRL_SPOT_SEED to replay a failing choice.
@@ -69,7 +68,6 @@ def drawn(family: str) -> list:
     """The results of ``family`` whose random trial this session recomputes (see above)."""
     candidates = [p for p in family_results(family)
                   if (family not in NEEDS_DATA or has_data_cache(p))
-                  and unverifiable_here(json.loads(p.read_text())) is None
                   and (experiment_id(p) in HEAVY_RESULTS) == HEAVY]
     rng = np.random.default_rng([SPOT_SEED, len(family)])
     chosen, spent = [], 0.0
@@ -88,9 +86,6 @@ def spot_check(sidecar, family: str) -> None:
     assert status(experiment) == "current", (
         f"{experiment}: committed result is stale; rerun python -m dprl run {experiment} "
         "--scale paper")
-    reason = unverifiable_here(json.loads(sidecar.read_text()))
-    if reason is not None:
-        pytest.skip(f"UNVERIFIABLE HERE: {reason}")
     if sidecar not in drawn(family):
         pytest.skip(f"not drawn this session (DPRL_SPOT_SEED={SPOT_SEED}; budget "
                     f"{BUDGET_S:g} s per family; {', '.join(HEAVY_RESULTS)} only with "

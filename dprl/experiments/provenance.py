@@ -84,20 +84,3 @@ def provenance(experiment: Experiment, scale: str, config: TrialConfig,
         "command": f"python -m dprl run {experiment.id} --scale {scale}",
     }
 
-
-def unverifiable_here(record: dict[str, Any]) -> str | None:
-    """Why the result of sidecar ``record`` cannot be recomputed to its bits on this machine,
-    or None: a result whose config has ``kernels = "vendor"`` (torch's MKL / oneDNN, whose
-    code path depends on the CPU vendor and model; :mod:`dprl.kernels`) reproduces only on the
-    processor recorded with it; one recorded before processors were, on none known."""
-    if record.get("config", {}).get("kernels") != "vendor":
-        return None
-    here = floating_point.processor()
-    made = record.get("machine", {}).get("cpu")
-    if made is not None and (made["vendor"], made["model"]) == (here["vendor"], here["model"]):
-        return None
-    where = ("an unrecorded processor" if made is None
-             else f"{made['vendor']} {made['model']}")
-    return (f"{record['experiment']} was computed with torch's vendor-dependent kernels on "
-            f"{where}; this machine is {here['vendor']} {here['model']}, so its bits cannot be "
-            "verified here (regenerate it with kernels='portable', issue 27)")

@@ -324,17 +324,10 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
                  for algorithm in ("CQL", "BCQ") for method in METHODS)
 
 
-#: Committed results still computed with torch's vendor-dependent kernels (made before
-#: issue 27; they reproduce only on the processor that made them), until regenerated with
-#: the portable ones.
-VENDOR_KERNEL_RESULTS: frozenset[str] = frozenset()
-
-
 def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
               kind: str = "training", checkpoints: int = 5) -> Experiment:
     runs = tuple(runs)
     experiment_id = f"sharma2025-{env.lower()}-{kind}"
-    kernels = "vendor" if experiment_id in VENDOR_KERNEL_RESULTS else "portable"
     smoke = smoke_runs(env) if kind == "training" else tuple(
         r for r in smoke_runs(env) if r.method == "nonprivate")
     return register(Experiment(
@@ -350,7 +343,7 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
                                          eval_episodes=2),
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
                                          batch_size=1, env=env, runs=runs, steps=steps,
-                                         checkpoints=checkpoints, kernels=kernels)},
+                                         checkpoints=checkpoints)},
         run_trials=training_trials,
         # the population (curves and training), the releases (ours) and the step cap the
         # curves choose (training)
