@@ -298,3 +298,22 @@ def test_data_release_matches_the_exact_prefix_length_distribution():
     if expected[-1] == 0:
         observed, expected = observed[:-1], expected[:-1]
     assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(("env", "eps"), [("CartPole", 10.0), ("LunarLander", 10.0)])
+def test_unanimous_prefix_pmf_is_the_release_distribution_of_unanimous_counts(env, eps):
+    """The counts of m experts who all put 1 - (|A| - 1) p_min on the recorded action, built
+    by log_prefix_counts, give the distribution unanimous_prefix_pmf returns."""
+    params = r.appendix_b3_parameters(env, eps)
+    n_actions = r.N_ACTIONS[env]
+    high = 1 - (n_actions - 1) * params.p_min
+    log_probs = np.full((3000, 60), math.log(high))
+    pmf = params.unanimous_prefix_pmf(3000, n_actions, 60)
+    assert pmf.shape == (61,) and pmf.sum() == pytest.approx(1.0, abs=1e-12)
+    expected = r.pass_probabilities(r.log_prefix_counts(log_probs), params.eps_prime,
+                                    params.threshold)
+    assert np.allclose(pmf, expected, rtol=1e-9, atol=1e-15)
+    assert params.unanimous_prefix_pmf(3000, n_actions).shape == (params.max_length + 1,)
+    for bad in ({"m": 0}, {"length": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            params.unanimous_prefix_pmf(**({"m": 3000, "n_actions": n_actions} | bad))

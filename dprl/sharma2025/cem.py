@@ -12,7 +12,8 @@ variant, the ``elite`` best (mean return) refit the mean and standard deviation,
 Every setting trains ``runs`` independent runs, each stopped at its own budget, drawn
 uniformly from ``1 .. iterations``; the stopped runs' means are the candidates, of which the
 ``keep`` best on their own variant are that setting's experts (App. B.1's "top 3"). The
-budgets spread the experts' quality as the paper's mix of tuned and untuned PPO agents does.
+random budgets are this book's device for a wide spread of quality, not the paper's: App.
+B.1 keeps the top 3 of fully trained PPO agents, which likely agree more than these do.
 
 All runs of all settings step together in one vectorised twin
 (:class:`dprl.envs.cartpole.CartPoleVariants`, :class:`dprl.envs.acrobot.AcrobotVariants`);

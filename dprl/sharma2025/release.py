@@ -193,6 +193,18 @@ class ReleaseParameters:
             k -= 1
         return min(max(k, 0), self.max_length)
 
+    def unanimous_prefix_pmf(self, m: int, n_actions: int,
+                             length: int | None = None) -> np.ndarray:
+        """Exact distribution of the prefix length ``k`` Alg. 2 releases from one trajectory
+        on which ``m`` App. B.1 experts all agree (prefix counts ``m (1 - (|A| - 1)
+        p_min)^i``, ``i = 1 .. length``, default ``L``): :func:`pass_probabilities`, shape
+        ``(length + 1,)``, its last entry ``k = length`` (every prefix passed)."""
+        m = require_int("m", m)
+        length = self.max_length if length is None else require_int("length", length)
+        high, _ = pmin_levels(n_actions, self.p_min)
+        log_counts = math.log(m) + np.arange(1, length + 1) * math.log(high)
+        return pass_probabilities(log_counts, self.eps_prime, self.threshold)
+
 
 def release_parameters(eps1: float, delta1: float, n_queries: int, max_length: int,
                        p_min: float) -> ReleaseParameters:
