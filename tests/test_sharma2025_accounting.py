@@ -1,12 +1,15 @@
+import math
+
 import numpy as np
 import pytest
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from dp_accounting.rdp import rdp_privacy_accountant
+from scipy import integrate, stats
 from scipy.stats import binom
 
 from dprl.accounting import calibrate_subsampled_gaussian
 from dprl.sharma2025.accounting import (TABLE3, dp_steps_upper_bound, dp_sgd_epsilon,
-                                        noise_for_budget, reading_budgets, selective_epsilon,
+                                        hidden_coin_delta, noise_for_budget, reading_budgets, selective_epsilon,
                                         steps_for_budget, table3_budgets)
 from dprl.sharma2025.release import appendix_b3_split
 
@@ -131,3 +134,25 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="tail"):
         dp_steps_upper_bound(10, 0.5, 0.0)
     assert np.isfinite(dp_sgd_epsilon(1.0, 1.0, 1, 1e-5))
+
+
+def _subsampled_gaussian_delta(eps, sigma, q):
+    """Hockey-stick divergence of one Poisson-subsampled Gaussian step (sensitivity 1), the
+    larger of its two directions, by quadrature."""
+    mixed = lambda x: (1 - q) * stats.norm.pdf(x, 0, sigma) + q * stats.norm.pdf(x, 1, sigma)
+    plain = lambda x: stats.norm.pdf(x, 0, sigma)
+    return max(integrate.quad(lambda x: max(f(x) - math.exp(eps) * g(x), 0.0),
+                              -40 * sigma, 40 * sigma, points=[0.5], limit=400,
+                              epsabs=1e-14)[0] for f, g in ((mixed, plain), (plain, mixed)))
+
+
+@pytest.mark.parametrize(("eps", "sigma", "p"), [(0.004, 4.679, 0.5), (0.05, 2.0, 0.8)])
+def test_hidden_coin_delta_against_quadrature(eps, sigma, p):
+    got = hidden_coin_delta(eps, sigma, 128, 3000, p)
+    hidden = p * _subsampled_gaussian_delta(eps, sigma, 128 / 3000)
+    paper = _subsampled_gaussian_delta(eps, sigma, p * 128 / 3000)
+    assert got.hidden == pytest.approx(hidden, rel=1e-6)     # the mixture is p delta(b/m)
+    assert got.paper == pytest.approx(paper, rel=1e-6)
+    assert got.hidden > got.paper          # hiding the coin does not give the rate p b / m
+    with pytest.raises(ValueError, match="p"):
+        hidden_coin_delta(eps, sigma, 128, 3000, 0.0)

@@ -32,7 +32,7 @@ from scipy.stats import binom
 from dprl.accounting import (DEFAULT_ORDERS, poisson_subsampled_gaussian_epsilon,
                              poisson_subsampled_gaussian_rdp, rdp_to_dp, self_compose_rdp,
                              smallest_sufficient_scale)
-from dprl.accounting.pld import poisson_gaussian_epsilon
+from dprl.accounting.pld import poisson_gaussian_delta, poisson_gaussian_epsilon
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import (require_delta, require_epsilon, require_int,
                              require_nonnegative, require_positive, require_probability)
@@ -235,6 +235,31 @@ def reading_budgets(eps: float, delta: float, noise_multiplier: float, batch_siz
     if visible == 0:
         raise ValueError("the budget does not allow a single DP step at q = b / m")
     return ReadingBudgets(paper, visible, p * paper / visible)
+
+
+class HiddenCoinDelta(NamedTuple):
+    """One step's delta at some eps: ``hidden``, the step's coin hidden but its stable step
+    noiseless; ``paper``, a DP step at the paper's rate ``q = p b / m``."""
+
+    hidden: float
+    paper: float
+
+
+def hidden_coin_delta(eps: float, noise_multiplier: float, batch_size: int, n_experts: int,
+                      p: float) -> HiddenCoinDelta:
+    """One step of Alg. 3 whose coin the adversary does not see, by dp-accounting's PLD.
+
+    The output is the mixture ``(1 - p) x0 + p N``: ``x0`` the noiseless stable step, the same
+    point under neighbouring expert sets (``D_stable`` is fixed by the release), ``N`` a
+    DP-SGD step at rate ``b / m``. The point carries no Gaussian mass, so the hockey-stick
+    divergence is ``p * delta_N(eps)`` exactly: hiding the coin scales delta by ``p``, which
+    is not the amplification of the rate ``q = p b / m`` the paper's accounting assumes."""
+    b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
+    if b > m:
+        raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    p = require_probability("p", p, open_low=True)
+    hidden = p * poisson_gaussian_delta(noise_multiplier, b / m, 1, eps)
+    return HiddenCoinDelta(hidden, poisson_gaussian_delta(noise_multiplier, p * b / m, 1, eps))
 
 
 def table3_budgets(n_experts: int = 3000, accountant: str = "pld", rtol: float = 1e-3,
