@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from dprl.paths import BOOK_DIR
+from dprl.tables import Table
 
 PREFIX = "CLAIM"
 _LINE = re.compile(rf"^{PREFIX} \[(?P<source>[^\],]+)(?:, (?P<section>[^\]]+))?\] "
@@ -103,28 +104,61 @@ def _stream_texts(notebook: dict) -> list[str]:
             for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
 
 
-def scorecard(verdicts: list[Verdict]) -> str:
-    """A text table of ``verdicts`` grouped by source, with the count of each verdict."""
-    lines = []
-    for source in sorted({v.source for v in verdicts}):
-        mine = [v for v in verdicts if v.source == source]
-        counts = ", ".join(f"{sum(v.verdict == name for v in mine)} {name.lower()}"
-                           for name in VERDICTS)
-        lines.append(f"{source}: {len(mine)} claims ({counts})")
-        lines += [f"  {v.verdict:7s} {v.section + ': ' if v.section else ''}{v.statement} "
-                  f"[{v.chapter}] {v.numbers}" for v in mine]
-    return "\n".join(lines) or "no claims evaluated yet"
+def scorecard(verdicts: list[Verdict]) -> Table:
+    """The count of each verdict by source (a paper or 'book'), and the total."""
+    sources = sorted({v.source for v in verdicts})
+    rows = [(source, *(sum(v.source == source and v.verdict == name for v in verdicts)
+                       for name in VERDICTS), sum(v.source == source for v in verdicts))
+            for source in sources]
+    rows.append(("all", *(sum(v.verdict == name for v in verdicts) for name in VERDICTS),
+                 len(verdicts)))
+    return Table(("source", *(name.lower() for name in VERDICTS), "claims"), rows)
 
 
-def scorecard_table(verdicts: list[Verdict]) -> str:
-    """The scorecard as one Markdown table: paper, section, claim, verdict, numbers, chapter."""
+def _chapter_link(chapter: str, relative_to: str) -> str:
+    return f"[{chapter}]({relative_to}{chapter}.ipynb)" if chapter else ""
+
+
+def scorecard_table(verdicts: list[Verdict], relative_to: str = "../") -> str:
+    """The verdicts as one Markdown table, by source and chapter: verdict, paper, section,
+    claim, the chapter that computes it (a link, ``relative_to`` the page showing the table)
+    and the numbers behind it."""
     if not verdicts:
         return "no claims evaluated yet"
-    rows = ["| paper | section | claim | verdict | numbers | chapter |",
+    rows = ["| verdict | paper | section | claim | chapter | numbers |",
             "|---|---|---|---|---|---|"]
-    rows += [f"| {v.source} | {v.section} | {v.statement} | **{v.verdict}** | {v.numbers} "
-             f"| {v.chapter} |" for v in sorted(verdicts, key=lambda v: (v.source, v.chapter))]
+    rows += [f"| **{v.verdict}** | {v.source} | {v.section} | {v.statement} | "
+             f"{_chapter_link(v.chapter, relative_to)} | {v.numbers} |"
+             for v in sorted(verdicts, key=lambda v: (v.source, v.chapter))]
     return "\n".join(rows)
+
+
+def save_verdicts(verdicts: list[Verdict], path: Path | str, commit: str) -> None:
+    """Store ``verdicts`` (as collected from the book at ``commit``) as JSON, so that a later
+    book can list what changed (:func:`changes`)."""
+    records = [dict(vars(v)) for v in verdicts]
+    Path(path).write_text(json.dumps({"commit": commit, "verdicts": records}, indent=1) + "\n")
+
+
+def load_verdicts(path: Path | str) -> tuple[str, list[Verdict]]:
+    """The commit and the verdicts stored by :func:`save_verdicts`."""
+    stored = json.loads(Path(path).read_text())
+    return stored["commit"], [Verdict(**record) for record in stored["verdicts"]]
+
+
+def changes(before: list[Verdict], after: list[Verdict]
+            ) -> list[tuple[Verdict | None, Verdict | None]]:
+    """The claims, matched by source and statement, whose verdict differs between ``before``
+    and ``after``: ``(old, new)``, with None for a claim only one of them has."""
+    def keyed(verdicts: list[Verdict]) -> dict[tuple[str, str], Verdict]:
+        found = {(v.source, v.statement): v for v in verdicts}
+        if len(found) != len(verdicts):
+            raise ValueError("two verdicts share a source and statement")
+        return found
+
+    old, new = keyed(before), keyed(after)
+    return [(old.get(key), new.get(key)) for key in sorted(old.keys() | new.keys())
+            if key not in old or key not in new or old[key].verdict != new[key].verdict]
 
 
 # --- criteria that chance cannot pass -------------------------------------------------------

@@ -64,13 +64,34 @@ def test_claims_the_scorecard_could_not_collect_are_rejected(source, statement, 
         claim(source, statement, True, **numbers)
 
 
-def test_scorecard_groups_by_source():
+def test_scorecard_counts_verdicts_by_source():
     from dprl.claims import Verdict, scorecard
 
     table = scorecard([Verdict("A", "s1", "HOLDS", "x=1", "c1"), Verdict("A", "s2", "FAILS", "",
-                                                                          "c2")])
-    assert table.splitlines()[0] == "A: 2 claims (1 holds, 1 fails, 0 partial)"
-    assert scorecard([]) == "no claims evaluated yet"
+                                                                          "c2"),
+                       Verdict("B", "s3", "PARTIAL", "", "c3")])
+    assert table.columns == ("source", "holds", "fails", "partial", "claims")
+    assert table.rows == (("A", 1, 1, 0, 2), ("B", 0, 0, 1, 1), ("all", 1, 1, 1, 3))
+    assert scorecard([]).rows == (("all", 0, 0, 0, 0),)
+
+
+def test_changes_lists_changed_new_and_retired_verdicts(tmp_path):
+    from dprl.claims import Verdict, changes, load_verdicts, save_verdicts
+
+    before = [Verdict("A", "s1", "HOLDS", "", "c"), Verdict("A", "s2", "FAILS", "", "c"),
+              Verdict("A", "gone", "HOLDS", "", "c")]
+    after = [Verdict("A", "s1", "PARTIAL", "x=1", "c"), Verdict("A", "s2", "FAILS", "y=2", "c"),
+             Verdict("B", "new", "FAILS", "", "d")]
+    save_verdicts(before, tmp_path / "v.json", "abc")
+    commit, loaded = load_verdicts(tmp_path / "v.json")
+    assert commit == "abc" and loaded == before
+    found = {(old and old.statement, new and new.statement): (old and old.verdict,
+                                                               new and new.verdict)
+             for old, new in changes(loaded, after)}
+    assert found == {("s1", "s1"): ("HOLDS", "PARTIAL"), ("gone", None): ("HOLDS", None),
+                     (None, "new"): (None, "FAILS")}
+    with pytest.raises(ValueError, match="share"):
+        changes(before + before[:1], after)
 
 
 def test_claims_carry_the_papers_section(tmp_path, capsys):
@@ -88,14 +109,15 @@ def test_claims_carry_the_papers_section(tmp_path, capsys):
         claim("Balle, 2016", "s", True)
 
 
-def test_scorecard_table_has_one_row_per_claim():
+def test_scorecard_table_has_one_row_per_claim_with_a_link_to_its_chapter():
     from dprl.claims import Verdict, scorecard_table
 
     table = scorecard_table([Verdict("Balle 2016", "s1", "FAILS", "x=1", "balle2016/a", "Sec. 6"),
                              Verdict("book", "s2", "HOLDS", "", "primer/b")])
     lines = table.splitlines()
-    assert lines[0] == "| paper | section | claim | verdict | numbers | chapter |"
-    assert lines[2] == "| Balle 2016 | Sec. 6 | s1 | **FAILS** | x=1 | balle2016/a |"
+    assert lines[0] == "| verdict | paper | section | claim | chapter | numbers |"
+    assert lines[2] == ("| **FAILS** | Balle 2016 | Sec. 6 | s1 | "
+                        "[balle2016/a](../balle2016/a.ipynb) | x=1 |")
     assert len(lines) == 4 and scorecard_table([]) == "no claims evaluated yet"
 
 
