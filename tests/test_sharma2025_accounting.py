@@ -9,8 +9,9 @@ from scipy.stats import binom
 
 from dprl.accounting import calibrate_subsampled_gaussian
 from dprl.sharma2025.accounting import (TABLE3, dp_steps_upper_bound, dp_sgd_epsilon,
-                                        hidden_coin_delta, noise_for_budget, reading_budgets, selective_epsilon,
-                                        steps_for_budget, table3_budgets)
+                                        hidden_coin_epsilon, hidden_coin_rdp, noise_for_budget,
+                                        reading_budgets, selective_epsilon, steps_for_budget,
+                                        table3_budgets)
 from dprl.sharma2025.release import appendix_b3_split
 
 M = 3000
@@ -136,23 +137,32 @@ def test_bad_arguments():
     assert np.isfinite(dp_sgd_epsilon(1.0, 1.0, 1, 1e-5))
 
 
-def _subsampled_gaussian_delta(eps, sigma, q):
-    """Hockey-stick divergence of one Poisson-subsampled Gaussian step (sensitivity 1), the
-    larger of its two directions, by quadrature."""
-    mixed = lambda x: (1 - q) * stats.norm.pdf(x, 0, sigma) + q * stats.norm.pdf(x, 1, sigma)
-    plain = lambda x: stats.norm.pdf(x, 0, sigma)
-    return max(integrate.quad(lambda x: max(f(x) - math.exp(eps) * g(x), 0.0),
-                              -40 * sigma, 40 * sigma, points=[0.5], limit=400,
-                              epsabs=1e-14)[0] for f, g in ((mixed, plain), (plain, mixed)))
+def _mixture_renyi_moment(alpha, sigma, q, p):
+    """E_Q[(dP/dQ)^alpha] of one hidden-coin step by quadrature: the point mass (1 - p) plus
+    p times the subsampled Gaussian's moment, (1 - q) N(0, s) + q N(1, s) against N(0, s)."""
+    ratio = lambda x: 1 - q + q * math.exp((2 * x - 1) / (2 * sigma**2))
+    moment = integrate.quad(lambda x: stats.norm.pdf(x, 0, sigma) * ratio(x) ** alpha,
+                            -30 * sigma, 30 * sigma, limit=400, epsabs=0, epsrel=1e-12)[0]
+    return 1 - p + p * moment
 
 
-@pytest.mark.parametrize(("eps", "sigma", "p"), [(0.004, 4.679, 0.5), (0.05, 2.0, 0.8)])
-def test_hidden_coin_delta_against_quadrature(eps, sigma, p):
-    got = hidden_coin_delta(eps, sigma, 128, 3000, p)
-    hidden = p * _subsampled_gaussian_delta(eps, sigma, 128 / 3000)
-    paper = _subsampled_gaussian_delta(eps, sigma, p * 128 / 3000)
-    assert got.hidden == pytest.approx(hidden, rel=1e-6)     # the mixture is p delta(b/m)
-    assert got.paper == pytest.approx(paper, rel=1e-6)
-    assert got.hidden > got.paper          # hiding the coin does not give the rate p b / m
+def test_hidden_coin_rdp_is_the_mixture_moment():
+    sigma, q, p = 2.0, 128 / 3000, 0.6
+    orders = np.array([2.0, 3.0, 5.5])
+    expected = [math.log(_mixture_renyi_moment(a, sigma, q, p)) / (a - 1) for a in orders]
+    assert np.allclose(hidden_coin_rdp(orders, sigma, q, p), expected, rtol=1e-8, atol=0)
+
+
+def test_hidden_coins_cost_about_p_not_p_squared():
+    """p = 1 is plain DP-SGD; hidden coins with noiseless stable steps spend about what pN
+    visible DP steps do, and more than the paper's rate p b / m claims."""
+    sigma, b, m, steps, delta = 20.0, 128, 3000, 20_000, 1e-5
+    assert hidden_coin_epsilon(sigma, b, m, 1.0, steps, delta) == pytest.approx(
+        dp_sgd_epsilon(sigma, b / m, steps, delta, "rdp"), rel=1e-12)
+    for p in (0.5, 0.8):
+        hidden = hidden_coin_epsilon(sigma, b, m, p, steps, delta)
+        visible = dp_sgd_epsilon(sigma, b / m, int(p * steps), delta, "rdp")
+        paper = dp_sgd_epsilon(sigma, p * b / m, steps, delta, "rdp")
+        assert hidden == pytest.approx(visible, rel=0.02) and hidden > 1.1 * paper
     with pytest.raises(ValueError, match="p"):
-        hidden_coin_delta(eps, sigma, 128, 3000, 0.0)
+        hidden_coin_epsilon(sigma, b, m, 0.0, steps, delta)

@@ -7,20 +7,7 @@ from __future__ import annotations
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from dp_accounting.pld import pld_privacy_accountant
 
-from dprl.validation import (require_delta, require_int, require_nonnegative, require_positive,
-                             require_probability)
-
-
-def _composed(noise_multiplier: float, sampling_rate: float,
-              steps: int) -> pld_privacy_accountant.PLDAccountant:
-    """A PLD accountant holding ``steps`` Poisson-subsampled Gaussian steps."""
-    event = PoissonSampledDpEvent(require_probability("sampling_rate", sampling_rate,
-                                                      open_low=True),
-                                  GaussianDpEvent(require_positive("noise_multiplier",
-                                                                   noise_multiplier)))
-    accountant = pld_privacy_accountant.PLDAccountant()
-    accountant.compose(SelfComposedDpEvent(event, require_int("steps", steps)))
-    return accountant
+from dprl.validation import require_delta, require_int, require_positive, require_probability
 
 
 def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
@@ -28,13 +15,10 @@ def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, step
     """eps at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD, Abadi et al.
     2016), by dp-accounting's PLD accountant (add-or-remove-one neighbours). Alg. 4 of Sharma
     et al. (2025) is this with ``sampling_rate = b / m`` over experts."""
-    accountant = _composed(noise_multiplier, sampling_rate, steps)
+    event = PoissonSampledDpEvent(require_probability("sampling_rate", sampling_rate,
+                                                      open_low=True),
+                                  GaussianDpEvent(require_positive("noise_multiplier",
+                                                                   noise_multiplier)))
+    accountant = pld_privacy_accountant.PLDAccountant()
+    accountant.compose(SelfComposedDpEvent(event, require_int("steps", steps)))
     return float(accountant.get_epsilon(require_delta(delta)))
-
-
-def poisson_gaussian_delta(noise_multiplier: float, sampling_rate: float, steps: int,
-                           eps: float) -> float:
-    """delta at ``eps`` of ``steps`` Poisson-subsampled Gaussian steps, by dp-accounting's
-    PLD accountant (the inverse view of :func:`poisson_gaussian_epsilon`)."""
-    accountant = _composed(noise_multiplier, sampling_rate, steps)
-    return float(accountant.get_delta(require_nonnegative("eps", eps)))

@@ -27,12 +27,13 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 from scipy.stats import binom
 
 from dprl.accounting import (DEFAULT_ORDERS, poisson_subsampled_gaussian_epsilon,
                              poisson_subsampled_gaussian_rdp, rdp_to_dp, self_compose_rdp,
                              smallest_sufficient_scale)
-from dprl.accounting.pld import poisson_gaussian_delta, poisson_gaussian_epsilon
+from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import (require_delta, require_epsilon, require_int,
                              require_nonnegative, require_positive, require_probability)
@@ -237,29 +238,39 @@ def reading_budgets(eps: float, delta: float, noise_multiplier: float, batch_siz
     return ReadingBudgets(paper, visible, p * paper / visible)
 
 
-class HiddenCoinDelta(NamedTuple):
-    """One step's delta at some eps: ``hidden``, the step's coin hidden but its stable step
-    noiseless; ``paper``, a DP step at the paper's rate ``q = p b / m``."""
+def hidden_coin_epsilon(noise_multiplier: float, batch_size: int, n_experts: int, p: float,
+                        steps: int, delta: float) -> float:
+    """eps at ``delta`` of ``steps`` steps of Alg. 3 whose coins the adversary does not see
+    but whose stable steps are noiseless, by RDP (the book's accountant).
 
-    hidden: float
-    paper: float
-
-
-def hidden_coin_delta(eps: float, noise_multiplier: float, batch_size: int, n_experts: int,
-                      p: float) -> HiddenCoinDelta:
-    """One step of Alg. 3 whose coin the adversary does not see, by dp-accounting's PLD.
-
-    The output is the mixture ``(1 - p) x0 + p N``: ``x0`` the noiseless stable step, the same
-    point under neighbouring expert sets (``D_stable`` is fixed by the release), ``N`` a
-    DP-SGD step at rate ``b / m``. The point carries no Gaussian mass, so the hockey-stick
-    divergence is ``p * delta_N(eps)`` exactly: hiding the coin scales delta by ``p``, which
-    is not the amplification of the rate ``q = p b / m`` the paper's accounting assumes."""
+    Each step's output is the mixture of the stable step's point ``x0`` (probability
+    ``1 - p``; the same under neighbouring expert sets, since the release fixes
+    ``D_stable``) and a DP-SGD step at rate ``b / m`` (probability ``p``). The point carries
+    no Gaussian mass, so the Renyi moment is ``(1 - p) + p A_alpha``, ``A_alpha`` the
+    subsampled Gaussian's (Mironov, Talwar & Zhang 2019):
+    ``eps_alpha = log(1 - p + p exp((alpha - 1) eps_alpha(b/m))) / (alpha - 1)``, composed
+    over ``steps``. For small per-step losses this is about ``p eps_alpha(b/m)``, where the
+    paper's rate ``q = p b / m`` gives about ``p^2 eps_alpha(b/m)``."""
     b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
     if b > m:
         raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    rdp = hidden_coin_rdp(DEFAULT_ORDERS, noise_multiplier, b / m, p)
+    return rdp_to_dp(DEFAULT_ORDERS, self_compose_rdp(rdp, require_int("steps", steps)),
+                     require_delta(delta))[0]
+
+
+def hidden_coin_rdp(orders: np.ndarray, noise_multiplier: float, sampling_rate: float,
+                    p: float) -> np.ndarray:
+    """RDP at ``orders`` of one hidden-coin step (:func:`hidden_coin_epsilon`):
+    ``log(1 - p + p exp((alpha - 1) eps_alpha(q))) / (alpha - 1)``, ``q`` the DP step's
+    sampling rate."""
     p = require_probability("p", p, open_low=True)
-    hidden = p * poisson_gaussian_delta(noise_multiplier, b / m, 1, eps)
-    return HiddenCoinDelta(hidden, poisson_gaussian_delta(noise_multiplier, p * b / m, 1, eps))
+    orders = np.asarray(orders, dtype=float)
+    rdp = poisson_subsampled_gaussian_rdp(orders, require_positive("noise_multiplier",
+                                                                   noise_multiplier),
+                                          sampling_rate)
+    with np.errstate(divide="ignore"):            # p = 1: log(1 - p) = -inf, the plain step
+        return np.logaddexp(np.log1p(-p), math.log(p) + (orders - 1) * rdp) / (orders - 1)
 
 
 def table3_budgets(n_experts: int = 3000, accountant: str = "pld", rtol: float = 1e-3,
