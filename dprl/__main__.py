@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Sequence
 
@@ -18,7 +19,13 @@ RUN_DESCRIPTION = """\
 Compute an experiment's trials in batches and write <id>.npz with its provenance
 <id>.json (smoke scale: <id>.smoke.npz). Finished batches are kept under
 <id>.partial/, so an interrupted run (Ctrl-C) resumes when the same command is
-run again. With --all: every experiment, each after the results it reads."""
+run again. With --all: every experiment, each after the results it reads.
+
+The batches run one after another here; with --jobs N, on N worker processes of
+this machine; with --scheduler (or DPRL_SCHEDULER), on the workers of a running
+dask cluster, which need this checkout's commit, the pinned floating point
+(env $(python -m dprl env) dask worker ...) and the results folder on a
+shared filesystem."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +95,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dprl.experiments.runner import Interrupted, remeasure
+    from dprl.experiments.runner import Interrupted, WorkerRefused, remeasure
 
     if (args.experiment is None) == (not args.all):
         args.parser.error("give one experiment id or --all")
@@ -98,19 +105,23 @@ def _run(args: argparse.Namespace) -> int:
         if args.all:
             from dprl.experiments.plan import compute_table, run_all
 
-            print(compute_table(run_all(args.scale, args.results_dir, jobs=args.jobs)))
+            runner = None if args.scheduler is None else functools.partial(
+                run, scheduler=args.scheduler)
+            print(compute_table(run_all(args.scale, args.results_dir, jobs=args.jobs,
+                                        runner=runner)))
             return 0
         if args.remeasure:
-            result = remeasure(args.experiment, args.scale, args.results_dir, jobs=args.jobs)
+            result = remeasure(args.experiment, args.scale, args.results_dir, jobs=args.jobs,
+                               scheduler=args.scheduler)
             print(f"{args.experiment} ({args.scale}): the same bits; recorded "
                   f"{result.provenance['cpu_time_s']:.1f} CPU s")
             return 0
         result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
-                     jobs=args.jobs)
+                     jobs=args.jobs, scheduler=args.scheduler)
     except Interrupted as stopped:
         print(f"\ninterrupted: {stopped}", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, WorkerRefused, ConnectionError) as error:
         print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
         return 1
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
@@ -157,7 +168,11 @@ def parser() -> argparse.ArgumentParser:
     runner.add_argument("--restart", action="store_true",
                         help="discard the finished batches of an interrupted run")
     runner.add_argument("--jobs", type=_positive_int, default=1,
-                        help="batches computed at once in separate processes (the same result)")
+                        help="batches computed at once, in that many worker processes of this "
+                             "machine (a dask LocalCluster; the same result)")
+    runner.add_argument("--scheduler", metavar="ADDRESS",
+                        help="a running dask scheduler (tcp://host:port) whose workers compute "
+                             "the batches (the same result); default: $DPRL_SCHEDULER, if set")
     runner.add_argument("--remeasure", action="store_true",
                         help="recompute a current stored result, require the same bits and "
                              "record the compute in its sidecar (for results made before "

@@ -5,6 +5,13 @@ sidecar of the same stem that records, among the provenance, the SHA-256 of the 
 (a result whose arrays do not match it is reported, never used). While a run is in progress
 each finished batch of trials is saved under ``<id>[.<scale>].partial/``; a rerun with the
 same config at the same commit picks up from there.
+
+With ``jobs > 1``, or a dask scheduler's address (``scheduler``, or ``DPRL_SCHEDULER`` in the
+environment), the batches are dask tasks: on a ``LocalCluster`` of ``jobs`` worker processes
+started here, or on the workers of an existing cluster. Each worker saves the batches it
+computes, so the partial folder (and the results the experiment reads) must be on a
+filesystem the workers share; a worker is refused unless it started with this process's
+floating-point settings (:mod:`dprl.floating_point`) and runs dprl at the same commit.
 """
 
 from __future__ import annotations
@@ -12,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import multiprocessing
+import logging
 import os
 import re
 import shutil
 import signal
+import sys
 import threading
 import time
+import uuid
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -28,6 +37,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dprl import floating_point
 from dprl.experiments.provenance import git_state, provenance
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
 from dprl.paths import RESULTS_DIR
@@ -81,18 +91,24 @@ def compute_trials(experiment: Experiment, config: TrialConfig,
 
 
 def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESULTS_DIR,
-        resume: bool = True, progress: bool = True, jobs: int = 1) -> Result:
+        resume: bool = True, progress: bool = True, jobs: int = 1,
+        scheduler: str | None = None) -> Result:
     """Run every trial of ``experiment_id`` at ``scale`` and write the result with provenance.
 
     Finished batches survive an interruption; with ``resume`` a rerun computes only the rest
     (the partial folder is discarded if its config differs from the current one). With
-    ``jobs > 1`` batches run in that many processes at once; the result is the same bits,
-    since every experiment is batch-invariant. Ctrl-C (KeyboardInterrupt) stops the
-    workers at once and raises :class:`Interrupted`; the finished batches are kept.
+    ``jobs > 1`` batches run in that many worker processes at once (a dask ``LocalCluster``
+    started for the run); with ``scheduler`` (the address of a running dask scheduler, such
+    as ``tcp://host:8786``; default: ``DPRL_SCHEDULER`` in the environment, if set) on that
+    cluster's workers, which must share the results folder and be pinned like this process
+    (:class:`WorkerRefused` otherwise). The result is the same bits either way, since every
+    experiment is batch-invariant. Ctrl-C (KeyboardInterrupt) cancels the batches not yet
+    started and raises :class:`Interrupted`; the finished batches are kept.
     """
     experiment = get(experiment_id)
     config = experiment.config(scale)
     jobs = require_int("jobs", jobs)
+    scheduler = _scheduler_address(scheduler, jobs)
     arrays_path, sidecar_path, partial = result_paths(experiment_id, scale, results_dir)
     done = _prepare_partial(partial, config, resume)
     batches = _batches(config)
@@ -102,7 +118,7 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     with tqdm(total=config.n_trials, initial=saved,
               desc=experiment_id, unit="trial", disable=not progress) as bar:
         try:
-            _compute_batches(todo, jobs, bar)
+            _compute_batches(todo, jobs, bar, scheduler)
         except KeyboardInterrupt:
             saved = sum(stop - start for start, stop in _saved_batches(partial))
             raise Interrupted(experiment_id, saved, config.n_trials) from None
@@ -118,12 +134,13 @@ class NotReproduced(ValueError):
 
 
 def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str = RESULTS_DIR,
-              jobs: int = 1, progress: bool = True) -> Result:
+              jobs: int = 1, progress: bool = True, scheduler: str | None = None) -> Result:
     """Recompute every trial of the current stored result of ``experiment_id`` (in
     ``<results_dir>/remeasure/``, resumable like :func:`run`), require the same bits, and
     record the recomputation's compute in the stored sidecar: ``cpu_time_s`` and a
     ``remeasured`` entry (its elapsed and CPU seconds, commit, date, machine, packages, and
-    the CPU seconds recorded before, if any). The arrays and
+    the CPU seconds recorded before, if any); ``jobs`` and ``scheduler`` as in
+    :func:`run`. The arrays and
     the rest of the provenance are kept, so the result stays current. Raises
     :class:`NotReproduced`, naming the arrays that differ, without touching the result."""
     state = status(experiment_id, scale, results_dir)
@@ -132,7 +149,7 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
                          f"instead: {regenerate_command(experiment_id, scale, results_dir)}")
     stored = load(experiment_id, scale, results_dir)
     fresh = run(experiment_id, scale, Path(results_dir) / "remeasure", progress=progress,
-                jobs=jobs)
+                jobs=jobs, scheduler=scheduler)
     differing = sorted(name for name in set(stored.arrays) | set(fresh.arrays)
                        if name not in stored.arrays or name not in fresh.arrays
                        or stored[name].dtype != fresh[name].dtype
@@ -241,24 +258,179 @@ def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None
     return run(experiment_id, scale, results_dir, progress=progress)
 
 
-def _compute_batches(todo: list[tuple], jobs: int, bar: tqdm) -> None:
-    """Compute and save the batches ``todo`` (arguments of :func:`_compute_batch`), ``jobs``
-    at a time in worker processes when ``jobs > 1``. The workers ignore SIGINT from birth
-    (a terminal's Ctrl-C reaches the whole process group); on KeyboardInterrupt here they
-    are terminated at once, and the queued batches with them."""
-    if jobs == 1:
+SCHEDULER_ENV = "DPRL_SCHEDULER"
+
+
+class WorkerRefused(RuntimeError):
+    """A dask worker that would not compute the same bits as this process: started with
+    other floating-point settings, or running dprl at another commit (or not at all)."""
+
+
+def _scheduler_address(scheduler: str | None, jobs: int) -> str | None:
+    """The dask scheduler a run uses: ``scheduler``, else ``DPRL_SCHEDULER`` in the
+    environment (unset or empty: none). One with ``jobs > 1`` is refused: the cluster's
+    workers decide how many batches run at once."""
+    source = "scheduler"
+    if scheduler is None:
+        scheduler, source = os.environ.get(SCHEDULER_ENV) or None, SCHEDULER_ENV
+    if scheduler is not None:
+        scheduler = scheduler.strip()
+        if not scheduler:
+            raise ValueError("scheduler must be a dask scheduler's address, such as "
+                             "tcp://host:8786, got ''")
+        if jobs > 1:
+            raise ValueError(f"jobs={jobs} and a dask scheduler ({source}={scheduler}) were "
+                             "both given: the cluster's workers decide how many batches run "
+                             "at once; give one of them")
+    return scheduler
+
+
+def _compute_batches(todo: list[tuple], jobs: int, bar: tqdm,
+                     scheduler: str | None = None) -> None:
+    """Compute and save the batches ``todo`` (arguments of :func:`_compute_batch`): here, one
+    after another, when ``jobs == 1`` and no ``scheduler`` is given; otherwise each batch is
+    a dask task, on a ``LocalCluster`` of ``jobs`` worker processes started for the call or
+    on the workers of the running ``scheduler``, checked first (:func:`_check_workers`).
+
+    Each worker saves its batches itself, so a finished batch survives whatever happens to
+    this process. The local workers ignore SIGINT from birth (a terminal's Ctrl-C reaches
+    the whole process group); on KeyboardInterrupt here, or a batch's error, the batches not
+    yet started are cancelled and the client closed, and a local cluster with it (its
+    workers are stopped within seconds; a batch running on an existing cluster may still
+    finish and be saved)."""
+    if jobs == 1 and scheduler is None:
         for args in todo:
             bar.update(_compute_batch(*args))
         return
-    with _sigint_ignored():  # ignored signals stay ignored in the spawned workers
-        pool = multiprocessing.get_context("spawn").Pool(jobs)
+    if not todo:
+        return
+    from distributed import as_completed
+
+    with _dask_client(min(jobs, len(todo)), scheduler) as client:
+        wanted = _check_workers(client)
+        futures = [client.submit(_compute_batch_checked, wanted, experiment_id, scale, start,
+                                 stop, Path(partial).absolute(), pure=False)
+                   for experiment_id, scale, start, stop, partial in todo]
+        try:
+            for future in as_completed(futures, loop=client.loop):
+                bar.update(future.result())
+        finally:
+            client.cancel(futures)  # nothing left to cancel once every batch is done
+
+
+@contextlib.contextmanager
+def _dask_client(jobs: int, scheduler: str | None) -> Iterator[Any]:
+    """A dask ``Client`` of the running ``scheduler``, or of a ``LocalCluster`` of ``jobs``
+    single-threaded worker processes (no memory limit, no dashboard) started here and
+    closed on exit, whose workers ignore SIGINT and inherit this process's environment,
+    the floating-point settings :mod:`dprl` pinned at import included."""
+    from distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if scheduler is None:
+            stack.enter_context(_environment_kept())
+            with _sigint_ignored():
+                target = stack.enter_context(LocalCluster(
+                    n_workers=jobs, threads_per_worker=1, processes=True, memory_limit=0,
+                    dashboard_address=None, silence_logs=logging.ERROR))
+        else:
+            target = scheduler
+        try:
+            client = stack.enter_context(Client(target, set_as_default=False))
+        except OSError as error:
+            raise ConnectionError(f"cannot connect to the dask scheduler at {scheduler} "
+                                  f"(--scheduler or {SCHEDULER_ENV}): {error}") from None
+        yield client
+
+
+@contextlib.contextmanager
+def _environment_kept() -> Iterator[None]:
+    """``os.environ`` restored on exit: a ``LocalCluster``'s nannies, which run in this
+    process, set their workers' thread counts (``OMP_NUM_THREADS=1``, ...) in it before
+    starting a worker."""
+    before = dict(os.environ)
     try:
-        for count in pool.imap_unordered(_compute_batch_star, todo):
-            bar.update(count)
-        pool.close()
+        yield
     finally:
-        pool.terminate()
-        pool.join()
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
+
+
+def _check_workers(client: Any) -> dict[str, str | None]:
+    """This process's floating-point settings (the variables of
+    :func:`dprl.floating_point.settings`, None where unset), once every worker of
+    ``client`` (waiting for one, when there is none yet) is found to have started with the
+    same and to run dprl at this commit; :class:`WorkerRefused` otherwise, naming each
+    refused worker and what differs, before any batch is submitted."""
+    wanted = {name: os.environ.get(name) for name in floating_point.settings()}
+    if not client.scheduler_info()["workers"]:
+        tqdm.write(f"waiting for a dask worker to connect to {client.scheduler.address}",
+                   file=sys.stderr)
+        client.wait_for_workers(1)
+    states = client.run(_worker_state, sorted(wanted), on_error="return")
+    commit = git_state()["commit"]
+    refused = []
+    for address, state in sorted(states.items()):
+        if isinstance(state, BaseException):
+            refused.append(f"{address}: cannot run dprl ({type(state).__name__}: {state})")
+            continue
+        differing = _differing_settings(state["environ"], wanted)
+        if differing:
+            refused.append(f"{address}: {differing}")
+        if commit is not None and state["commit"] != commit:
+            refused.append(f"{address}: dprl at commit {state['commit']} (here: {commit})")
+    if refused:
+        raise WorkerRefused(
+            f"{len({line.split(': ')[0] for line in refused})} of {len(states)} dask workers "
+            "would not compute the same bits as this process; start them from a checkout "
+            "at the same commit with `env $(python -m dprl env) dask worker ...`:\n  "
+            + "\n  ".join(refused))
+    return wanted
+
+
+def _differing_settings(found: dict[str, str | None], wanted: dict[str, str | None]) -> str:
+    """The variables of ``wanted`` whose values in ``found`` differ, as
+    ``NAME='value' (here: 'value')`` or ``NAME unset (here: 'value')``, comma-separated
+    (empty when they all agree)."""
+    def there(name: str) -> str:
+        return f"{name} unset" if found.get(name) is None else f"{name}={found[name]!r}"
+
+    return ", ".join(f"{there(name)} (here: {'unset' if value is None else repr(value)})"
+                     for name, value in sorted(wanted.items()) if found.get(name) != value)
+
+
+def _environment_at_start(names: Sequence[str]) -> dict[str, str | None]:
+    """The values of ``names`` (None where unset) in this process's environment as it
+    started, which is what numpy, OpenBLAS and torch read: from ``/proc/self/environ``
+    where it exists (a dask worker imports numpy before dprl, whose pinning of the unset
+    variables then comes too late), else from ``os.environ``."""
+    try:
+        with open("/proc/self/environ", "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return {name: os.environ.get(name) for name in names}
+    start = dict(entry.decode(errors="replace").split("=", 1) for entry in entries
+                 if b"=" in entry)
+    return {name: start.get(name) for name in names}
+
+
+def _worker_state(names: Sequence[str]) -> dict[str, Any]:
+    """A worker's environment at its start (the variables ``names``) and the commit of its
+    dprl checkout: run on every worker by :func:`_check_workers`."""
+    return {"environ": _environment_at_start(names), "commit": git_state()["commit"]}
+
+
+def _compute_batch_checked(wanted: dict[str, str | None], experiment_id: str, scale: str,
+                           start: int, stop: int, partial: Path) -> int:
+    """:func:`_compute_batch` on a dask worker, refused (:class:`WorkerRefused`) unless the
+    worker started with the floating-point settings ``wanted``: one that joined the cluster
+    after :func:`_check_workers` is checked here."""
+    differing = _differing_settings(_environment_at_start(list(wanted)), wanted)
+    if differing:
+        raise WorkerRefused(f"a dask worker started with other floating-point settings than "
+                            f"the run's: {differing}")
+    return _compute_batch(experiment_id, scale, start, stop, partial)
 
 
 @contextlib.contextmanager
@@ -284,8 +456,8 @@ _BATCH_FILE = re.compile(r"batch-(\d{6})-(\d{6})\.npz")
 
 
 def _batch_path(partial: Path, start: int, stop: int, prefix: str = "batch") -> Path:
-    """Where trials ``start .. stop - 1`` are saved in ``partial`` (``prefix="tmp"``: while
-    being written)."""
+    """Where trials ``start .. stop - 1`` are saved in ``partial`` (another ``prefix``: a
+    temporary name, while being written)."""
     return partial / f"{prefix}-{start:06d}-{stop:06d}.npz"
 
 
@@ -331,7 +503,7 @@ def _saved_batches(partial: Path) -> set[tuple[int, int]]:
 
 def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partial: Path) -> int:
     """Compute trials ``start .. stop - 1`` and save them as one batch; returns their number
-    (a top-level function, so that worker processes can run it)."""
+    (a top-level function, so that dask workers can run it)."""
     experiment = get(experiment_id)
     started, cpu_started = time.perf_counter(), time.process_time()
     arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
@@ -340,17 +512,13 @@ def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partia
     return stop - start
 
 
-def _compute_batch_star(args: tuple) -> int:
-    """:func:`_compute_batch` of a tuple of arguments (for ``Pool.imap_unordered``)."""
-    return _compute_batch(*args)
-
-
 def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
                 seconds: float, cpu_seconds: float) -> None:
     """Write one batch atomically (a crash leaves no half-written batch behind), with its
-    elapsed and its CPU seconds."""
+    elapsed and its CPU seconds. The temporary file's name is unique: two workers that
+    compute the same batch (one a cluster thought lost) cannot write into each other's."""
     final = _batch_path(partial, start, stop)
-    temporary = _batch_path(partial, start, stop, "tmp")
+    temporary = _batch_path(partial, start, stop, f"tmp-{uuid.uuid4().hex}")
     np.savez(temporary, __seconds__=np.float64(seconds),
              __cpu_seconds__=np.float64(cpu_seconds), **arrays)
     os.replace(temporary, final)
