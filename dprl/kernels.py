@@ -24,17 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-#: The kernel paths: numpy's pinned OpenBLAS (same bits on every x86-64-v3 CPU) or torch's
-#: own MKL / oneDNN (bits depend on the CPU vendor).
-KERNELS = ("portable", "vendor")
-
-
-def require_kernels(kernels: str) -> str:
-    """``kernels`` if it names a kernel path of :data:`KERNELS`, else a ValueError."""
-    if kernels not in KERNELS:
-        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
-    return kernels
-
+from dprl.kernel_paths import KERNELS, require_kernels  # noqa: F401  (the paths' names)
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()

@@ -3,6 +3,8 @@
 import dataclasses
 import hashlib
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -286,6 +288,16 @@ def test_command_line_run_and_list(tmp_path, capsys):
     assert main(["list"]) == 0
     listing = capsys.readouterr().out
     assert "test-toy: toy" in listing and "paper" in listing
+    assert max(len(line) for line in listing.splitlines()) <= 100  # long settings wrap
+
+
+def test_list_does_not_load_torch():
+    """The catalogue (and so `python -m dprl list`) loads without torch, which takes
+    seconds to import: torch loads only where a run computes."""
+    done = subprocess.run([sys.executable, "-c", "import sys, dprl.experiments.catalogue; "
+                           "print('torch' in sys.modules)"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_parallel_batches_give_the_same_result(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from dprl.experiments.registry import SCALES, all_experiments, config_to_dict
@@ -9,17 +10,24 @@ from dprl.experiments.runner import RESULTS_DIR, load, status
 from dprl.tables import Table
 
 
+#: The width of the listing's lines (long settings wrap, indented under their scale).
+WIDTH = 100
+
+
 def listing(scales: tuple[str, ...] = SCALES, results_dir: Path | str = RESULTS_DIR) -> str:
     """Every experiment, its chapter, its settings at each of ``scales`` and the status of
     its result there (in ``results_dir``)."""
     lines = []
     for experiment in all_experiments():
-        lines += [f"{experiment.id}: {experiment.title}", f"  chapter: {experiment.chapter}"]
+        lines += [textwrap.fill(f"{experiment.id}: {experiment.title}", width=WIDTH,
+                                subsequent_indent="    "), f"  chapter: {experiment.chapter}"]
         for scale in scales:
             settings = ", ".join(f"{key}={_short(value)}" for key, value in
                                  config_to_dict(experiment.config(scale)).items())
-            lines.append(f"  {scale:5s} [{status(experiment.id, scale, results_dir)}] "
-                         f"{settings}")
+            lines.append(textwrap.fill(
+                f"{scale:5s} [{status(experiment.id, scale, results_dir)}] {settings}",
+                width=WIDTH, initial_indent="  ", subsequent_indent="      ",
+                break_on_hyphens=False))
     return "\n".join(lines)
 
 

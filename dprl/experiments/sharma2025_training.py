@@ -25,7 +25,7 @@ from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
 from dprl.experiments.sharma2025 import result_arrays
 from dprl.experiments.sharma2025_release import members, population
-from dprl.kernels import require_kernels
+from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon

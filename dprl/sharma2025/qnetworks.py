@@ -25,7 +25,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from dprl.kernels import linear, require_kernels
+from dprl.kernel_paths import require_kernels
+from dprl.kernels import linear
 from dprl.validation import require_int, require_probability
 
 #: Hidden sizes of every network for CartPole, Acrobot and LunarLander (Sec. 6, App. B.3).
