@@ -142,10 +142,29 @@ def gaussian_privacy_loss(outputs: ArrayLike, mean: ArrayLike, neighbour_mean: A
     sigma^2 I): (||o - mean'||^2 - ||o - mean||^2)/(2 sigma^2), evaluated as
     <mean - mean', o - (mean + mean')/2> / sigma^2 (Dwork & Rothblum 2016;
     Balle & Wang 2018, Lemma 3). Vector means: outputs along the last axis, one loss per
-    output; scalar means: one loss per entry of ``outputs``."""
+    output; scalar means: one loss per entry of ``outputs``. A ``sigma`` whose square is
+    not a normal float (below 1.5e-154 or above 1.3e154) divides each factor by ``sigma``
+    instead, so that the loss keeps its limit (0 at the midpoint, where it is 0 for every
+    sigma; +-inf where it overflows) rather than turning into NaN."""
     sigma = require_positive("sigma", sigma)
-    return _privacy_loss(outputs, mean, neighbour_mean,
-                         lambda o, m, n: (m - n) * (o - (m + n) / 2) / sigma**2)
+    try:
+        variance = sigma**2
+    except OverflowError:
+        variance = math.inf
+
+    def per_coordinate(o, m, n):
+        if np.finfo(float).tiny <= variance < math.inf:
+            return (m - n) * (o - (m + n) / 2) / variance
+        a, b = m - n, o - (m + n) / 2
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            return np.where((a == 0) | (b == 0), 0.0, (a / sigma) * (b / sigma))
+
+    with np.errstate(invalid="ignore"):  # inf - inf across coordinates: raised below
+        loss = _privacy_loss(outputs, mean, neighbour_mean, per_coordinate)
+    if np.any(np.isnan(loss)):
+        raise ValueError(f"the privacy loss overflows with opposite signs across coordinates "
+                         f"(sigma = {sigma}): outputs or means too far apart for this sigma")
+    return loss
 
 
 def laplace_privacy_loss(outputs: ArrayLike, mean: ArrayLike, neighbour_mean: ArrayLike,

@@ -411,3 +411,75 @@ def test_value_function_of_a_long_chain_solves_its_recurrence():
     np.testing.assert_allclose(V[live], r[live] + g * (p * V[live] + (1 - p) * V[live + 1]),
                                rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(V, closed_form_values(mdp), rtol=1e-9, atol=1e-300)
+
+
+def _dense_time_state_probabilities(mdp: ChainMDP) -> np.ndarray:
+    """The recursion M[t] = M[t - 1] @ P_live with the dense matrix (the committed bits)."""
+    P = mdp.live_matrix()
+    M = np.empty((mdp.horizon, mdp.n_states))
+    M[0] = mdp.start_probabilities
+    for t in range(1, mdp.horizon):
+        M[t] = M[t - 1] @ P
+    return M
+
+
+def _random_chains(count: int, seed: int = 30):
+    """Chains of 2 .. 70 states (every residue of N mod 4 and 8), random p, gamma, goals,
+    horizons and start distributions, plus the defaults."""
+    rng = np.random.default_rng(seed)
+    yield ChainMDP()
+    for n in rng.permutation(np.arange(2, 71))[:count]:
+        n = int(n)
+        yield ChainMDP(n_states=n, stay_prob=float(rng.choice([0.0, 1.0, 0.5, rng.random()])),
+                       goal=int(rng.integers(0, n)), horizon=int(rng.integers(1, 80)),
+                       gamma=float(rng.random()),
+                       start_distribution=tuple(rng.dirichlet(np.ones(n))) if n % 2 else None)
+
+
+def test_banded_recursions_are_the_dense_products_bit_for_bit():
+    """time_state_probabilities, expected_visit_counts and length_distribution run in O(N H)
+    on the bidiagonal chain, and give the dense products' exact bits (committed results
+    use them); finite_horizon_values keeps the dense product (a banded one rounds
+    differently) but forms gamma P once."""
+    for mdp in _random_chains(40):
+        M = _dense_time_state_probabilities(mdp)
+        np.testing.assert_array_equal(mdp.time_state_probabilities(), M)
+        np.testing.assert_array_equal(mdp.expected_visit_counts(), M.sum(axis=0))
+        lengths = np.zeros(mdp.horizon + 1)
+        lengths[1:] = M @ mdp.transition_matrix()[:, -1]
+        lengths[-1] += (M[-1] @ mdp.live_matrix()).sum()
+        np.testing.assert_array_equal(mdp.length_distribution(), lengths)
+        V, r, P = np.zeros(mdp.n_states), mdp.expected_rewards(), mdp.live_matrix()
+        for _ in range(mdp.horizon):
+            V = r + mdp.gamma * P @ V
+        np.testing.assert_array_equal(mdp.finite_horizon_values(), V)
+
+
+def test_long_chain_costs_are_bounded():
+    """N = 20000: the visit counts, on-policy distribution and length distribution are
+    O(N H) (milliseconds; the dense recursions took minutes and gigabytes); the dense
+    finite_horizon_values and state_visit_probabilities refuse sizes beyond their stated
+    work, naming n_states, before allocating anything."""
+    import time
+
+    from dprl.envs.chain import MAX_VISIT_WORK
+
+    mdp = ChainMDP(n_states=20_000, stay_prob=0.3)
+    started = time.perf_counter()
+    counts, on_policy = mdp.expected_visit_counts(), mdp.on_policy_distribution()
+    lengths = mdp.length_distribution()
+    assert time.perf_counter() - started < 10  # generous guard
+    assert counts.shape == on_policy.shape == (20_000,) and on_policy.sum() == pytest.approx(1)
+    assert lengths.shape == (201,) and lengths.sum() == pytest.approx(1) and lengths[0] == 0
+    for method in ("finite_horizon_values", "state_visit_probabilities"):
+        with pytest.raises(ValueError, match="n_states = 20000"):
+            getattr(mdp, method)()
+    with pytest.raises(ValueError, match="n_states = 800 with horizon = 200"):
+        ChainMDP(n_states=800).state_visit_probabilities()   # 800^3 * 200 > MAX_VISIT_WORK
+    assert 800**3 * 200 > MAX_VISIT_WORK >= 790**3 * 200
+    with pytest.raises(ValueError, match="horizon = 1000000000"):
+        ChainMDP(n_states=40, horizon=10**9).state_visit_probabilities()
+    with pytest.raises(ValueError, match="n_states = 100 with horizon = 10000000"):
+        ChainMDP(n_states=100).finite_horizon_values(10**7)
+    with pytest.raises(ValueError, match="n_states = 9000"):
+        ChainMDP(n_states=9000).finite_horizon_values(1)

@@ -14,7 +14,8 @@ from hypothesis.extra import numpy as hnp
 from dprl import mechanisms as M
 from dprl.accounting import gaussian_rdp
 from dprl.envs import ChainMDP
-from dprl.wang2019.functional_noise import dense_conditional_moments
+from dprl.sharma2025.accounting import dp_sgd_epsilon, noise_for_budget, steps_for_budget
+from dprl.wang2019.functional_noise import conditional_moments, dense_conditional_moments
 
 PROPERTY = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -109,6 +110,113 @@ def test_chain_values(n_states, stay, gamma):
     V = _returns_finite_or_names(values, ("n_states", "stay_prob", "gamma"))
     if V is not None:
         assert V.shape == (n_states,) and V[-1] == 0 and np.all(V >= 0)
+
+
+#: Every call of the tests below must finish within this many seconds (a generous guard:
+#: the bounded calls take a few seconds at most on 2 busy cores).
+CALL_SECONDS = 10
+
+#: Extreme and ordinary arguments of the PLD accountant (issue 30: tiny noise multipliers,
+#: 1e9 steps, NaN; each once exhausted memory or ran for minutes).
+NOISE = st.one_of(st.floats(0.05, 100.0), st.sampled_from(
+    [5e-324, 1e-300, 1e-3, 0.05, 0.2, 1e154, 1e300, 1.7e308, 0.0, -1.0, math.inf, math.nan]))
+RATE = st.one_of(st.floats(1e-6, 1.0), st.sampled_from(
+    [5e-324, 1e-300, 1e-6, 1.0, 0.0, 1.5, math.nan]))
+STEPS = st.one_of(st.integers(-1, 50), st.sampled_from(
+    [10**9, 10**30, 2.5, True, "10"]))
+DELTA = st.one_of(st.floats(1e-12, 0.5), st.sampled_from(
+    [5e-324, 1e-16, 1e-5, 0.0, 1.0, math.nan]))
+
+
+def _timed(call):
+    """``call()`` (its result or its exception), failing past :data:`CALL_SECONDS`."""
+    import time
+
+    started = time.perf_counter()
+    try:
+        return call()
+    finally:
+        assert time.perf_counter() - started < CALL_SECONDS, "the call took too long"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(noise=NOISE, rate=RATE, steps=STEPS, delta=DELTA)
+def test_pld_epsilon_is_bounded(noise, rate, steps, delta):
+    """The PLD accountant answers, or refuses by name, within seconds, whatever the sizes."""
+    eps = _returns_finite_or_names(
+        lambda: _timed(lambda: dp_sgd_epsilon(noise, rate, steps, delta)),
+        ("noise_multiplier", "sampling_rate", "steps", "delta"), ())
+    assert eps is None or eps >= 0
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps=st.sampled_from([1e-3, 50.0]), delta=st.sampled_from([1e-16, 1e-5]),
+       rate=st.sampled_from([0.01, 1.0]), steps=st.sampled_from([1, 10**9]),
+       noise=st.sampled_from([0.05, 20.0]))
+def test_pld_searches_are_bounded(eps, delta, rate, steps, noise):
+    """noise_for_budget / steps_for_budget answer (meeting the budget) or refuse by name at
+    extreme budgets: probes beyond the PLD's reach end the search rather than run it for
+    minutes. (A search answered near the PLD's size limits takes ~15 evaluations of a few
+    seconds: ordinary budgets are left to the accounting tests.)"""
+    names = ("eps", "delta", "noise_multiplier", "steps", "sampling_rate")
+    found = _returns_finite_or_names(
+        lambda: _timed(lambda: noise_for_budget(eps, delta, rate, steps, rtol=1e-2)), names, ())
+    if found is not None:
+        assert dp_sgd_epsilon(found, rate, steps, delta) <= eps
+    count = _returns_finite_or_names(
+        lambda: _timed(lambda: float(steps_for_budget(eps, delta, noise, rate, rtol=0.05))),
+        names, ())
+    if count:
+        assert dp_sgd_epsilon(noise, rate, int(count), delta) <= eps
+
+
+@PROPERTY
+@given(sigma=st.one_of(st.floats(5e-324, 1.7e308), st.sampled_from([1e-200, 1e-160, 1e200])),
+       offset=st.one_of(st.just(0.0), st.floats(-1e3, 1e3)), vector=st.booleans())
+def test_gaussian_privacy_loss_is_never_nan(sigma, offset, vector):
+    """At the midpoint the loss is 0 for every sigma (it was NaN once sigma^2 underflowed);
+    elsewhere it has the sign of <mean - mean', o - midpoint>, overflowing to +-inf."""
+    output = 0.5 + offset
+    offset = output - 0.5  # as represented
+    if vector:
+        loss = M.gaussian_privacy_loss([output, 0.5], [0.0, 0.0], [1.0, 1.0], sigma)
+    else:
+        loss = M.gaussian_privacy_loss(output, 0.0, 1.0, sigma)
+    assert not math.isnan(loss)
+    assert loss == 0 if offset == 0 else loss * offset <= 0
+    if 1e-150 < sigma < 1e150 and offset != 0:
+        assert loss == pytest.approx(-offset / sigma**2, rel=1e-12)
+
+
+#: Positions and values of an OU path's neighbours, finite or not.
+POINT = st.one_of(st.floats(-2.0, 2.0), st.sampled_from([-math.inf, math.inf, math.nan]))
+
+
+@PROPERTY
+@given(x=POINT, left_x=POINT, left_value=POINT, right_x=POINT, right_value=POINT)
+def test_conditional_moments_are_finite_or_named(x, left_x, left_value, right_x, right_value):
+    names = ("x", "left_x", "right_x", "left_value", "right_value", "neighbours")
+    moments = _returns_finite_or_names(
+        lambda: conditional_moments(x, left_x, left_value, right_x, right_value, 2.0), names)
+    if moments is not None:
+        assert 0 <= moments[1] <= 1
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_states=st.one_of(st.integers(2, 60), st.sampled_from([2000, 8000, 20_000])),
+       horizon=st.sampled_from([1, 50, 200]), stay=st.floats(0.0, 1.0),
+       method=st.sampled_from(["finite_horizon_values", "state_visit_probabilities",
+                               "on_policy_distribution", "expected_visit_counts",
+                               "length_distribution"]))
+def test_chain_solutions_are_bounded(n_states, horizon, stay, method):
+    """ChainMDP(20000) took minutes and gigabytes: its O(N H) solutions answer at once, the
+    dense ones refuse sizes beyond their stated work by name."""
+    mdp = ChainMDP(n_states=n_states, horizon=horizon, stay_prob=stay)
+    result = _returns_finite_or_names(lambda: _timed(getattr(mdp, method)), ("n_states",))
+    if result is not None:
+        assert result.shape == ((horizon + 1,) if method == "length_distribution"
+                                else (n_states,))
+        assert np.all(result >= 0)
 
 
 def test_the_checks_can_fail():

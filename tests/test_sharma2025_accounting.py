@@ -8,6 +8,8 @@ from scipy import integrate, stats
 from scipy.stats import binom
 
 from dprl.accounting import calibrate_subsampled_gaussian
+from dprl.accounting.pld import PLDOutOfReachError, poisson_gaussian_epsilon
+from dprl.sharma2025 import accounting
 from dprl.sharma2025.accounting import (TABLE3, dp_steps_upper_bound, dp_sgd_epsilon,
                                         hidden_coin_epsilon, hidden_coin_rdp, noise_for_budget,
                                         reading_budgets, selective_epsilon, steps_for_budget,
@@ -135,6 +137,82 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="tail"):
         dp_steps_upper_bound(10, 0.5, 0.0)
     assert np.isfinite(dp_sgd_epsilon(1.0, 1.0, 1, 1e-5))
+
+
+@pytest.mark.parametrize("s, q, steps", [
+    (80.0, 0.8 * 128 / M, 20_000), (20.0, 128 / M, 7), (40.0, 0.01, 5), (10.0, 256 / M, 1),
+    (1.0, 0.01, 200), (2.0, 1.0, 5), (0.57, 1e-4, 20)])
+def test_pld_is_dp_accountings_bit_for_bit(s, q, steps):
+    """Sparse one-step PLDs (few grid points) composed by FFT or kept sparse, dense ones,
+    q = 1 (symmetric): the bounded path gives PLDAccountant's exact eps."""
+    from dp_accounting.pld import pld_privacy_accountant
+
+    reference = pld_privacy_accountant.PLDAccountant()
+    reference.compose(SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(s)), steps))
+    assert poisson_gaussian_epsilon(s, q, steps, 1 / M) == reference.get_epsilon(1 / M)
+
+
+@pytest.mark.parametrize("args, name", [
+    ((1e-3, 0.01, 10, 1e-5), "noise_multiplier = 0.001"),    # was a 38 GiB MemoryError
+    ((0.05, 0.01, 10, 1e-5), "noise_multiplier = 0.05"),     # was over 30 s
+    ((1e-300, 0.5, 1, 1e-5), "noise_multiplier = 1e-300"),
+    ((1.0, 0.01, 10**9, 1e-5), "steps = 1000000000"),        # was over 30 s and 7.3 GB
+    ((20.0, 0.0427, 10**8, 1e-5), "steps = 100000000"), ((2.0, 0.05, 100, 1e-16), "delta")])
+def test_pld_refuses_what_it_cannot_afford_at_once(args, name):
+    """Settings beyond the PLD's size limits (or a delta below its truncated mass: eps inf)
+    are refused by name at once, pointing to RDP, which answers them."""
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(PLDOutOfReachError, match=name) as refusal:
+        dp_sgd_epsilon(*args)
+    assert time.perf_counter() - started < 5  # generous guard: the checks come first
+    assert "accountant='rdp'" in str(refusal.value)
+    if args[0] > 1e-300:
+        assert math.isfinite(dp_sgd_epsilon(*args, "rdp"))
+
+
+def test_pld_searches_refuse_out_of_reach_answers_by_eps():
+    """noise_for_budget(50, ...) needed noise multipliers the PLD cannot build (40 s before);
+    steps_for_budget's answer can lie beyond its composition limit; a noise multiplier
+    already out of reach is named as such."""
+    with pytest.raises(PLDOutOfReachError, match="eps = 50.0 in steps = 10"):
+        noise_for_budget(50, 1e-5, 0.01, 10)
+    with pytest.raises(PLDOutOfReachError, match="eps = 50.0 at noise_multiplier = 20.0"):
+        steps_for_budget(50, 1e-5, 20.0, 0.0427)
+    with pytest.raises(PLDOutOfReachError, match="noise_multiplier = 0.1 is too small"):
+        steps_for_budget(5.0, 1e-5, 0.1, 0.01)
+    with pytest.raises(ValueError, match="noise_multiplier = 1e[+]300 is too large"):
+        dp_sgd_epsilon(1e300, 0.5, 1, 1e-5)   # dp-accounting's square would overflow
+    with pytest.raises(ValueError, match="sampling_rate = 5e-324 is too small"):
+        dp_sgd_epsilon(1.0, 5e-324, 1, 1e-5)  # subnormal: dp-accounting's bounds fail
+
+
+def _refusing(monkeypatch, refuse):
+    """Make the PLD accountant refuse the noise multipliers and step counts ``refuse(s, n)``."""
+    def pld(s, q, n, delta):
+        if refuse(s, n):
+            raise PLDOutOfReachError(f"out of reach (test): s = {s}, n = {n}")
+        return poisson_gaussian_epsilon(s, q, n, delta)
+
+    monkeypatch.setattr(accounting, "poisson_gaussian_epsilon", pld)
+
+
+def test_pld_searches_stay_within_reach(monkeypatch):
+    """Refused probes count as exceeding the budget: where they do exceed it the searches
+    return the same answers; where the answer lies among them they raise, naming eps."""
+    noise = noise_for_budget(1.0, 1e-5, 0.05, 100, rtol=1e-2)
+    steps = steps_for_budget(1.0, 1e-5, 2.0, 0.05, "pld", rtol=0.0)
+    _refusing(monkeypatch, lambda s, n: s < 0.9 * noise)
+    assert noise_for_budget(1.0, 1e-5, 0.05, 100, rtol=1e-2) == noise
+    _refusing(monkeypatch, lambda s, n: s < 1.0005 * noise)
+    with pytest.raises(PLDOutOfReachError, match="eps = 1.0 in steps = 100"):
+        noise_for_budget(1.0, 1e-5, 0.05, 100, rtol=1e-2)
+    _refusing(monkeypatch, lambda s, n: n > 1.1 * steps)
+    assert steps_for_budget(1.0, 1e-5, 2.0, 0.05, "pld", rtol=0.0) == steps
+    _refusing(monkeypatch, lambda s, n: n > steps)
+    with pytest.raises(PLDOutOfReachError, match="eps = 1.0 at noise_multiplier = 2.0"):
+        steps_for_budget(1.0, 1e-5, 2.0, 0.05, "pld", rtol=0.0)
 
 
 def _mixture_renyi_moment(alpha, sigma, q, p):

@@ -119,6 +119,20 @@ def test_moments_match_the_sinh_formulas_and_survive_large_distances():
     assert np.isfinite(mean) and abs(mean) < 1e-300 and var == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("name, args", [
+    ("x", (np.nan, 0.0, 0.5, 1.0, 0.2)), ("x", (np.inf, 0.0, 0.5, np.inf, 0.0)),
+    ("x", ([0.5, np.nan], 0.0, 0.5, 1.0, 0.2)), ("left_x", (0.5, np.nan, 0.5, 1.0, 0.2)),
+    ("right_x", (0.5, 0.0, 0.5, np.nan, 0.2)), ("left_value", (0.5, 0.0, np.nan, 1.0, 0.2)),
+    ("left_value", (0.5, [0.0, -np.inf], [np.inf, 0.3], 1.0, 0.2)),
+    ("right_value", (0.5, 0.0, 0.5, 1.0, np.inf)),
+    ("right_value", (0.5, -np.inf, np.nan, [1.0, 2.0], [0.1, np.nan]))])
+def test_conditional_moments_refuse_nan_by_name(name, args):
+    """A NaN point, neighbour, or value of a sampled neighbour is refused by name (it gave NaN
+    moments); the value of a missing neighbour (infinite position) stays ignored."""
+    with pytest.raises(ValueError, match=name):
+        conditional_moments(*args, 1.0)
+
+
 def test_single_and_batch_code_draw_the_same_values():
     single = OUPath(SIGMA, BETA, np.random.default_rng(5), n_paths=3)
     batch = OUPath(SIGMA, BETA, np.random.default_rng(5), n_paths=3)

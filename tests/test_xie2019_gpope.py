@@ -121,6 +121,14 @@ def test_refuses_bad_inputs():
         primal_dual_descent(data, tabular_features(3), 0.9, 0.1, 5, rngs)
 
 
+@pytest.mark.parametrize("trajectories", [np.zeros((4, 31)), None, [[0, 1]]])
+def test_gpope_names_trajectories_that_are_not_trajectories(trajectories):
+    """m (the data-set size the noise is calibrated for) comes from the trajectories: anything
+    else is refused by name, not as "m must be >= 1, got 0"."""
+    with pytest.raises(ValueError, match="trajectories must be Trajectories"):
+        gpope(trajectories, PHI, 0.9, 0.1, 5, 1.0, 1.0, 1e-5, trial_generators(0, 4))
+
+
 def test_gradient_norms_match_the_gradients():
     from dprl.xie2019 import gradient_norms
 

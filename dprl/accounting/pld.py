@@ -4,21 +4,170 @@ Doroshenko et al. 2022, as implemented in dp-accounting)."""
 
 from __future__ import annotations
 
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
-from dp_accounting.pld import pld_privacy_accountant
+import math
+from functools import lru_cache
+
+import numpy as np
+from dp_accounting import NeighboringRelation
+from dp_accounting.pld import common, pld_pmf, privacy_loss_mechanism
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from scipy import fft
 
 from dprl.validation import require_delta, require_int, require_positive, require_probability
+
+#: dp-accounting's ``PLDAccountant`` defaults: loss grid and tail mass dropped by composition.
+_DISCRETIZATION, _TAIL_MASS = 1e-4, 1e-15
+#: The largest noise multiplier whose square dp-accounting can form, and the smallest
+#: sampling rate it handles (the smallest normal float: below it, its loss bounds fail).
+_MAX_NOISE, _MIN_RATE = math.sqrt(np.finfo(float).max), float(np.finfo(float).tiny)
+#: Most grid points one step's PLD (each of remove and add) may have: ~2.5 s to build.
+MAX_STEP_BINS = 2**19
+#: Most grid points the composed PLD's FFT (each of remove and add) may have: ~6 s, ~0.9 GB.
+MAX_COMPOSED_BINS = 2**23
+
+
+class PLDOutOfReachError(ValueError):
+    """A setting beyond what :func:`poisson_gaussian_epsilon` evaluates: a PLD larger than
+    :data:`MAX_STEP_BINS` or :data:`MAX_COMPOSED_BINS` (raised before the work), or a
+    ``delta`` below the mass the PLD truncates (eps would be inf)."""
 
 
 def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
                              delta: float) -> float:
     """eps at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD, Abadi et al.
     2016), by dp-accounting's PLD accountant (add-or-remove-one neighbours). Alg. 4 of Sharma
-    et al. (2025) is this with ``sampling_rate = b / m`` over experts."""
-    event = PoissonSampledDpEvent(require_probability("sampling_rate", sampling_rate,
-                                                      open_low=True),
-                                  GaussianDpEvent(require_positive("noise_multiplier",
-                                                                   noise_multiplier)))
-    accountant = pld_privacy_accountant.PLDAccountant()
-    accountant.compose(SelfComposedDpEvent(event, require_int("steps", steps)))
-    return float(accountant.get_epsilon(require_delta(delta)))
+    et al. (2025) is this with ``sampling_rate = b / m`` over experts.
+
+    The work is bounded (at most ~7 s and ~1 GB on 2 busy cores): it raises
+    :class:`PLDOutOfReachError` (a ``ValueError`` naming ``noise_multiplier`` or ``steps``)
+    instead of building a one-step PLD of more than :data:`MAX_STEP_BINS` = 2^19 grid points
+    of 1e-4 (noise multipliers below about 0.21 at sampling rates up to 0.1, 0.42 at rate
+    1), or composing it by an FFT of more than :data:`MAX_COMPOSED_BINS` = 2^23 points
+    (e.g. about 8e6 steps at ``s = 20``, ``q = 0.043``, where eps ~ 43; 4000 at
+    ``s = 0.215``, ``q = 0.01``, eps ~ 460). Both sizes are computed exactly beforehand,
+    the first from the loss bounds, the second from the one-step PLD by dp-accounting's
+    own Chernoff truncation. The RDP accountant
+    (:func:`dprl.accounting.poisson_subsampled_gaussian_epsilon`, ``accountant="rdp"``),
+    an upper bound on this eps, has no such limit. It raises the same error, naming
+    ``delta``, where dp-accounting's eps would be inf: ``delta`` below the probability mass
+    the PLD truncates (at least 1e-15 once composed by FFT). Noise multipliers above 1.3e154
+    and subnormal sampling rates, where dp-accounting itself fails, are refused by a plain
+    ``ValueError``.
+    Otherwise the result is bit for bit ``PLDAccountant().get_epsilon(delta)`` of the
+    self-composed event: the same calls, except that a small (sparse) one-step PLD is made
+    dense before composition directly, skipping dp-accounting's ``size ** steps > 1000``
+    test, a big integer of ``steps log2(size)`` bits (seconds at millions of steps,
+    gigabytes at 1e9), and that scipy.fft's plan caches are emptied of its transforms
+    afterwards (:func:`_evict_fft_plans`)."""
+    rate = require_probability("sampling_rate", sampling_rate, open_low=True)
+    noise = require_positive("noise_multiplier", noise_multiplier)
+    steps, delta = require_int("steps", steps), require_delta(delta)
+    if noise > _MAX_NOISE:
+        raise ValueError(f"noise_multiplier = {noise!r} is too large for dp-accounting's PLD "
+                         f"(its square overflows a float; at most {_MAX_NOISE:g})")
+    if rate < _MIN_RATE:
+        raise ValueError(f"sampling_rate = {rate!r} is too small for dp-accounting's PLD (a "
+                         f"subnormal float; at least {_MIN_RATE:g})")
+    step_bins = _step_bins(noise, rate)
+    if step_bins > MAX_STEP_BINS:
+        raise PLDOutOfReachError(
+            f"noise_multiplier = {noise!r} is too small for the PLD accountant at "
+            f"sampling_rate = {rate!r}: one step's PLD would have {step_bins} grid points "
+            f"(limit {MAX_STEP_BINS}); use the RDP accountant (accountant='rdp')")
+    pmfs = _step_pmfs(noise, rate)
+    composed_bins = max(_composed_bins(pmf, steps) for pmf in pmfs)
+    if composed_bins > MAX_COMPOSED_BINS:
+        raise PLDOutOfReachError(
+            f"steps = {steps} is too many for the PLD accountant at noise_multiplier = "
+            f"{noise!r}, sampling_rate = {rate!r}: the composed PLD would have "
+            f"{composed_bins} grid points (limit {MAX_COMPOSED_BINS}); use the RDP "
+            f"accountant (accountant='rdp')")
+    if delta < _TAIL_MASS and any(_goes_dense(pmf, steps) for pmf in pmfs):
+        _refuse_delta(delta, noise, rate, steps)  # FFT composition leaves >= _TAIL_MASS at inf
+    try:
+        composed = pld_lib.PrivacyLossDistribution(*(_self_compose(pmf, steps)
+                                                     for pmf in pmfs))
+        eps = float(pld_lib.identity(_DISCRETIZATION).compose(composed)
+                    .get_epsilon_for_delta(delta))
+    finally:
+        _evict_fft_plans()
+    if not math.isfinite(eps):
+        _refuse_delta(delta, noise, rate, steps)
+    return eps
+
+
+def _refuse_delta(delta: float, noise: float, rate: float, steps: int) -> None:
+    raise PLDOutOfReachError(
+        f"delta = {delta!r} is below what the PLD accountant resolves at noise_multiplier = "
+        f"{noise!r}, sampling_rate = {rate!r}, steps = {steps} (the probability mass it "
+        f"truncates, at least {_TAIL_MASS} once composed, exceeds it: eps would be inf); use "
+        f"the RDP accountant (accountant='rdp')")
+
+
+def _evict_fft_plans() -> None:
+    """Push the composition's transforms out of scipy.fft's plan caches (pocketfft keeps the
+    last 16 plans of each kind, with twiddle factors as long as the transform: a search of
+    many PLD evaluations would otherwise hold gigabytes) by 16 tiny transforms of each kind
+    (complex, and real as in ``rfft``/``irfft``). Only speed depends on the caches."""
+    for length in range(1, 17):
+        fft.fft(np.zeros(length, dtype=complex))
+        fft.rfft(np.zeros(length))
+
+
+@lru_cache(maxsize=4)
+def _step_pmfs(noise: float, rate: float) -> tuple[pld_pmf.PLDPmf, ...]:
+    """One step's PLD as dp-accounting's ``PLDAccountant`` builds it (remove, and add unless
+    ``rate = 1``), kept for the next calls: a search over the number of steps builds it once
+    (seconds near :data:`MAX_STEP_BINS`). Composition leaves it unchanged."""
+    step = pld_lib.from_gaussian_mechanism(
+        standard_deviation=noise, value_discretization_interval=_DISCRETIZATION,
+        sampling_prob=rate, neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+    return (step._pmf_remove,) if step._symmetric else (step._pmf_remove, step._pmf_add)
+
+
+def _step_bins(noise: float, rate: float) -> int:
+    """Grid points of one step's PLD (the larger of remove and add), as dp-accounting's
+    connect-the-dots construction will lay them out, from the loss bounds alone."""
+    bins = 0
+    for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
+                      privacy_loss_mechanism.AdjacencyType.ADD):
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
+                noise, sampling_prob=rate, adjacency_type=adjacency).connect_dots_bounds()
+        if not math.isfinite(bounds.epsilon_upper - bounds.epsilon_lower):
+            return math.inf                   # the loss overflows: noise far too small
+        bins = max(bins, math.ceil(bounds.epsilon_upper / _DISCRETIZATION)
+                   - math.floor(bounds.epsilon_lower / _DISCRETIZATION) + 1)
+    return bins
+
+
+def _goes_dense(pmf: pld_pmf.PLDPmf, steps: int) -> bool:
+    """Whether dp-accounting composes ``pmf`` ``steps`` times by FFT: dense, or sparse with
+    ``size ** steps > 1000`` (exactly ``size ** min(steps, 10)`` for sizes >= 2). A single
+    grid point, which connect-the-dots never produces (it spans 0), goes dense too, where
+    dp-accounting would loop over ``steps`` sparse compositions."""
+    return not isinstance(pmf, pld_pmf.SparsePLDPmf) or (
+        steps > 1 and (pmf.size == 1 or pmf.size ** min(steps, 10) > 1000))
+
+
+def _composed_bins(pmf: pld_pmf.PLDPmf, steps: int) -> int:
+    """Length of the FFT of dp-accounting's self-convolution of ``pmf`` (its size when it
+    stays sparse), from its Chernoff truncation bounds as ``common.self_convolve`` computes
+    them; where the trivial bound ``(size - 1) steps + 1`` is within the (power-of-two)
+    limit, that bound, which the FFT's length then does not exceed either."""
+    if not _goes_dense(pmf, steps):
+        return pmf.size
+    if (pmf.size - 1) * steps + 1 <= MAX_COMPOSED_BINS:
+        return (pmf.size - 1) * steps + 1
+    probs = pmf.to_dense_pmf()._probs
+    lower, upper = common.compute_self_convolve_bounds(probs, steps, _TAIL_MASS)
+    length = max(upper - lower + 1, len(probs))
+    return length if length > MAX_COMPOSED_BINS else fft.next_fast_len(length)
+
+
+def _self_compose(pmf: pld_pmf.PLDPmf, steps: int) -> pld_pmf.PLDPmf:
+    """``pmf.self_compose(steps)``, a sparse ``pmf`` made dense first where dp-accounting
+    would make it so (:func:`_goes_dense`), without its big-integer size test."""
+    if _goes_dense(pmf, steps):
+        pmf = pmf.to_dense_pmf()
+    return pmf.self_compose(steps, _TAIL_MASS)

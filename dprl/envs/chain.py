@@ -39,6 +39,24 @@ def _distribution(name: str, value, n: int) -> tuple[float, ...]:
     return tuple(float(x) for x in p)
 
 
+#: Most multiply-adds :meth:`ChainMDP.finite_horizon_values` may spend (``n_states**2 *
+#: horizon``, a dense matrix-vector product per step; ~4 s) and most states it may hold in a
+#: dense matrix (8192: two 0.5 GB matrices).
+MAX_VALUE_WORK, MAX_VALUE_STATES = 10**10, 2**13
+#: Most multiply-adds :meth:`ChainMDP.state_visit_probabilities` may spend (``n_states**3 *
+#: horizon``, a dense matrix product per step; ~3 s).
+MAX_VISIT_WORK = 10**11
+
+
+def _require_dense_work(method: str, n: int, horizon: int, work: int, limit: int,
+                        formula: str) -> None:
+    """Raise unless ``method``'s dense recursion stays within ``limit`` multiply-adds."""
+    if work > limit:
+        raise ValueError(f"n_states = {n} with horizon = {horizon} is too large for "
+                         f"the dense recursion of {method}: {formula} = {work:.3g} multiply-adds "
+                         f"exceeds {limit:.0e}")
+
+
 def _batch_shape(n_trajectories: int | tuple[int, ...]) -> tuple[int, ...]:
     shape = n_trajectories if isinstance(n_trajectories, tuple) else (n_trajectories,)
     if not shape:
@@ -137,27 +155,54 @@ class ChainMDP:
 
     def finite_horizon_values(self, horizon: int | None = None) -> np.ndarray:
         """Expected return over at most ``horizon`` transitions (default: ``self.horizon``), by
-        backward dynamic programming ``V_{k+1} = r + gamma P_live V_k``, ``V_0 = 0``."""
+        backward dynamic programming ``V_{k+1} = r + gamma P_live V_k``, ``V_0 = 0``.
+
+        With the dense ``gamma P_live`` (a banded product rounds differently in the last bits
+        from the committed results'): it refuses (``ValueError``) more than
+        :data:`MAX_VALUE_STATES` = 8192 states or ``n_states**2 * horizon`` above
+        :data:`MAX_VALUE_WORK` = 1e10 (``n_states`` > 7071 at horizon 200);
+        :meth:`value_function` is O(N) for any size."""
         horizon = self.horizon if horizon is None else require_int("horizon", horizon, minimum=0)
-        r, P = self.expected_rewards(), self.live_matrix()
-        V = np.zeros(self.n_states)
+        n = self.n_states
+        if n > MAX_VALUE_STATES:
+            raise ValueError(f"n_states = {n} is too large for finite_horizon_values' dense "
+                             f"matrix (at most {MAX_VALUE_STATES} states)")
+        _require_dense_work("finite_horizon_values", n, horizon, n * n * horizon,
+                            MAX_VALUE_WORK, "n_states**2 * horizon")
+        r, G = self.expected_rewards(), self.gamma * self.live_matrix()
+        V = np.zeros(n)
         for _ in range(horizon):
-            V = r + self.gamma * P @ V
+            V = r + G @ V
         return V
+
+    def _live_step(self, row: np.ndarray) -> np.ndarray:
+        """``row @ live_matrix()`` in O(N): ``p row[s] + (1 - p) row[s - 1]`` on the live
+        states, 0 on the absorbing one; bit for bit the dense product (tested)."""
+        n, p = self.n_states, self.stay_prob
+        out = np.zeros(n)
+        out[:n - 1] = p * row[:n - 1]
+        out[1:n - 1] += (1.0 - p) * row[:n - 2]
+        return out
 
     def time_state_probabilities(self) -> np.ndarray:
         """``M[t, s] = Pr(s_t = s and t < L)``, ``(H, N)``: the probability that transition
-        ``t`` of an episode leaves ``s``."""
-        P = self.live_matrix()
+        ``t`` of an episode leaves ``s``. O(N H) (the chain is bidiagonal)."""
         M = np.empty((self.horizon, self.n_states))
         M[0] = self.start_probabilities
         for t in range(1, self.horizon):
-            M[t] = M[t - 1] @ P
+            M[t] = self._live_step(M[t - 1])
         return M
 
     def expected_visit_counts(self) -> np.ndarray:
-        """Expected number of transitions leaving each state per episode, ``(N,)``."""
-        return self.time_state_probabilities().sum(axis=0)
+        """Expected number of transitions leaving each state per episode, ``(N,)``: the sum
+        over ``t`` of :meth:`time_state_probabilities`, accumulated in order (the same bits)
+        in O(N) memory and O(N H) time."""
+        row = self.start_probabilities
+        counts = row.copy()
+        for _ in range(1, self.horizon):
+            row = self._live_step(row)
+            counts += row
+        return counts
 
     def on_policy_distribution(self) -> np.ndarray:
         """Expected visit counts normalised to sum 1: the state distribution of a transition
@@ -166,8 +211,15 @@ class ChainMDP:
         return counts / counts.sum()
 
     def state_visit_probabilities(self) -> np.ndarray:
-        """``p_s = Pr(s_t = s for some t < L)`` (Balle et al. 2016, Theorem 11), exact."""
-        P, n = self.live_matrix(), self.n_states
+        """``p_s = Pr(s_t = s for some t < L)`` (Balle et al. 2016, Theorem 11), exact.
+
+        By a dense recursion, row ``g`` the mass that has not met ``g`` (the committed
+        results' bits): it refuses (``ValueError``) ``n_states**3 * horizon`` above
+        :data:`MAX_VISIT_WORK` = 1e11 (``n_states`` > 793 at horizon 200)."""
+        n = self.n_states
+        _require_dense_work("state_visit_probabilities", n, self.horizon,
+                            n**3 * self.horizon, MAX_VISIT_WORK, "n_states**3 * horizon")
+        P = self.live_matrix()
         not_yet = np.tile(self.start_probabilities, (n, 1))  # row g: mass that has not met g
         np.fill_diagonal(not_yet, 0.0)
         p = self.start_probabilities.copy()
@@ -180,9 +232,11 @@ class ChainMDP:
     def length_distribution(self) -> np.ndarray:
         """``Pr(L = l)`` for ``l = 0 .. H`` (entry 0 is 0), ``(H + 1,)``."""
         M = self.time_state_probabilities()
+        into_absorbing = np.zeros(self.n_states)  # transition_matrix()[:, -1], without P
+        into_absorbing[-2:] = 1.0 - self.stay_prob, 1.0
         probs = np.zeros(self.horizon + 1)
-        probs[1:] = M @ self.transition_matrix()[:, -1]
-        probs[-1] += (M[-1] @ self.live_matrix()).sum()
+        probs[1:] = M @ into_absorbing
+        probs[-1] += self._live_step(M[-1]).sum()
         return probs
 
     def expected_transition_counts(self, per_trajectory: bool = False) -> np.ndarray:

@@ -33,7 +33,7 @@ from scipy.stats import binom
 from dprl.accounting import (DEFAULT_ORDERS, poisson_subsampled_gaussian_epsilon,
                              poisson_subsampled_gaussian_rdp, rdp_to_dp, self_compose_rdp,
                              smallest_sufficient_scale)
-from dprl.accounting.pld import poisson_gaussian_epsilon
+from dprl.accounting.pld import PLDOutOfReachError, poisson_gaussian_epsilon
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import (require_delta, require_epsilon, require_int,
                              require_nonnegative, require_positive, require_probability)
@@ -103,7 +103,10 @@ def dp_sgd_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, de
     """eps at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (DP-SGD, Abadi et al.
     2016; Alg. 4 with ``sampling_rate = b / m``): dp-accounting's PLD accountant
     (:func:`dprl.accounting.pld.poisson_gaussian_epsilon`, Sec. 6) or the book's
-    RDP accountant (``"rdp"``). Add-or-remove-one expert neighbours."""
+    RDP accountant (``"rdp"``). Add-or-remove-one expert neighbours. PLD refuses settings
+    beyond its size limits (tiny noise multipliers, very many steps) with a ``ValueError``
+    (:class:`~dprl.accounting.pld.PLDOutOfReachError`) rather than run for minutes: see
+    :func:`~dprl.accounting.pld.poisson_gaussian_epsilon`; use ``accountant="rdp"`` there."""
     if _require_accountant(accountant) == "pld":
         return poisson_gaussian_epsilon(noise_multiplier, sampling_rate, steps, delta)
     return poisson_subsampled_gaussian_epsilon(
@@ -117,19 +120,67 @@ def noise_for_budget(eps: float, delta: float, sampling_rate: float, steps: int,
     """The smallest noise multiplier ``s`` (to relative precision ``rtol``) with which
     ``steps`` DP-SGD steps at ``sampling_rate`` are ``(eps, delta)``-DP by
     :func:`dp_sgd_epsilon` (:func:`dprl.accounting.smallest_sufficient_scale`; PLD's search
-    starts from the RDP answer, which PLD rarely exceeds, to save slow evaluations)."""
+    starts from the RDP answer, which PLD rarely exceeds, to save slow evaluations). The
+    PLD search counts noise multipliers too small for the PLD accountant
+    (:func:`~dprl.accounting.pld.poisson_gaussian_epsilon`) as exceeding ``eps`` and raises
+    :class:`~dprl.accounting.pld.PLDOutOfReachError` (a ``ValueError`` naming ``eps``) where
+    the answer lies among them (e.g. ``eps = 50`` in 10 steps at rate 0.01). About 15 PLD
+    evaluations at ``rtol = 1e-4``, each bounded as there (~7 s at most)."""
     eps, delta = require_epsilon(eps), require_delta(delta)
     rate, steps = require_probability("sampling_rate", sampling_rate, open_low=True), \
         require_int("steps", steps)
     rtol = require_positive("rtol", rtol)
     _require_accountant(accountant)
+    try:
+        scale = smallest_sufficient_scale(
+            lambda s: dp_sgd_epsilon(s, rate, steps, delta, "rdp"), eps, initial=1.0, rtol=rtol)
+    except ValueError as error:  # e.g. eps below what the order grid certifies
+        raise ValueError(f"eps = {eps!r}: {error}") from error
+    if accountant == "rdp":
+        return scale
+    probe = _PLDProbe(lambda s: dp_sgd_epsilon(s, rate, steps, delta, "pld"),
+                      costlier=lambda a, b: a <= b)
+    probe(scale)
+    if probe.refused(scale):   # PLD rarely needs more noise than RDP: out of reach
+        probe.raise_refusal(f"eps = {eps!r} in steps = {steps} at sampling_rate = {rate!r} "
+                            f"needs a noise multiplier near {scale:.4g} (RDP's)")
+    pld_scale = smallest_sufficient_scale(probe, eps, initial=scale, rtol=rtol)
+    below = [s for s in probe.evaluated if s < pld_scale]
+    if below and probe.refused(max(below)):
+        probe.raise_refusal(f"eps = {eps!r} in steps = {steps} at sampling_rate = {rate!r} "
+                            f"needs a noise multiplier below {pld_scale:.4g}")
+    return pld_scale
 
-    def calibrate(name: str, initial: float) -> float:
-        return smallest_sufficient_scale(lambda s: dp_sgd_epsilon(s, rate, steps, delta, name),
-                                         eps, initial=initial, rtol=rtol)
 
-    scale = calibrate("rdp", 1.0)
-    return scale if accountant == "rdp" else calibrate("pld", scale)
+class _PLDProbe:
+    """``eps_of(x)`` by the PLD accountant for a search over ``x`` (a noise multiplier or a
+    number of steps) that stays within the accountant's reach: a value it refuses
+    (:class:`~dprl.accounting.pld.PLDOutOfReachError`) counts as exceeding any budget
+    (eps = inf), and so, without evaluation, does every value ``costlier`` than a refused
+    one (``costlier(a, b)``: ``a`` needs at least the PLD of ``b``). ``evaluated`` holds the
+    values probed (each evaluated once), so that a search can tell whether its answer
+    hinges on a refusal."""
+
+    def __init__(self, eps_of: Callable[[float], float],
+                 costlier: Callable[[float, float], bool]) -> None:
+        self.eps_of, self.costlier = eps_of, costlier
+        self.evaluated: dict[float, float] = {}
+        self.refusal: tuple[float, PLDOutOfReachError] | None = None   # the least costly one
+
+    def refused(self, x: float) -> bool:
+        return self.refusal is not None and self.costlier(x, self.refusal[0])
+
+    def __call__(self, x: float) -> float:
+        if x not in self.evaluated:
+            try:
+                self.evaluated[x] = math.inf if self.refused(x) else self.eps_of(x)
+            except PLDOutOfReachError as error:
+                self.refusal, self.evaluated[x] = (x, error), math.inf
+        return self.evaluated[x]
+
+    def raise_refusal(self, what: str) -> None:
+        raise PLDOutOfReachError(f"{what}, beyond the PLD accountant's reach "
+                                 f"({self.refusal[1]})") from self.refusal[1]
 
 
 def _largest_steps(epsilon_of: Callable[[int], float], eps: float, start: int,
@@ -158,7 +209,12 @@ def steps_for_budget(eps: float, delta: float, noise_multiplier: float, sampling
     :func:`dp_sgd_epsilon` ``<= eps`` (Sec. 6: "until the privacy budget is used up"), 0 if
     one step exceeds it. RDP: exact. PLD (a few seconds per evaluation at millions of
     steps): the search starts from the RDP answer and stops within relative precision
-    ``rtol`` (``rtol = 0``: exact), always returning an ``N`` whose eps meets the budget."""
+    ``rtol`` (``rtol = 0``: exact), always returning an ``N`` whose eps meets the budget.
+    Step counts too many for the PLD accountant
+    (:func:`~dprl.accounting.pld.poisson_gaussian_epsilon`) count as exceeding ``eps``; where
+    the answer lies among them (or one step is already beyond its reach), it raises
+    :class:`~dprl.accounting.pld.PLDOutOfReachError` (a ``ValueError`` naming ``eps``; e.g.
+    ``eps = 50`` at ``s = 20``, ``q = 0.043``, beyond ~8e6 steps)."""
     eps, delta = require_epsilon(eps), require_delta(delta)
     s = require_positive("noise_multiplier", noise_multiplier)
     rate = require_probability("sampling_rate", sampling_rate, open_low=True)
@@ -172,7 +228,21 @@ def steps_for_budget(eps: float, delta: float, noise_multiplier: float, sampling
     start = _largest_steps(rdp, eps, 1, 0.0)
     if _require_accountant(accountant) == "rdp":
         return start
-    return _largest_steps(lambda n: dp_sgd_epsilon(s, rate, n, delta, "pld"), eps, start, rtol)
+    probe = _PLDProbe(lambda n: dp_sgd_epsilon(s, rate, n, delta, "pld"),
+                      costlier=lambda a, b: a >= b)
+    what = f"eps = {eps!r} at noise_multiplier = {s!r}, sampling_rate = {rate!r}"
+    probe(1)
+    if probe.refused(1):                     # the noise multiplier itself is out of reach
+        raise probe.refusal[1]
+    if start > 1:
+        probe(start)
+        if probe.refused(start):             # PLD rarely allows fewer steps than RDP
+            probe.raise_refusal(f"{what} allows about {start} steps (RDP's)")
+    steps = _largest_steps(probe, eps, start, rtol)
+    above = [n for n in probe.evaluated if n > steps]
+    if above and probe.refused(min(above)):
+        probe.raise_refusal(f"{what} allows more than {steps} steps")
+    return steps
 
 
 def dp_steps_upper_bound(total_steps: int, p: float, tail: float) -> int:

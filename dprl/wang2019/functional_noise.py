@@ -60,13 +60,27 @@ def conditional_moments(x: ArrayLike, left_x: ArrayLike, left_value: ArrayLike,
     divided through by ``e^D / 2`` so that large distances do not overflow:
     mean = (e^{-d1} (1 - e^{-2 d2}) u + e^{-d2} (1 - e^{-2 d1}) w) / (1 - e^{-2D}),
     variance = (1 - e^{-2 d1}) (1 - e^{-2 d2}) / (1 - e^{-2D}); with e^{-inf} = 0 they reduce
-    to the one-sided formulas and to N(0, 1). Arrays broadcast against each other."""
+    to the one-sided formulas and to N(0, 1). Arrays broadcast against each other. Raises
+    ``ValueError`` on a NaN or infinite ``x``, a NaN neighbour, or a NaN or infinite value of
+    a neighbour that is there (finite position)."""
     beta = require_positive("beta", beta)
     x, left_x, right_x = (np.asarray(a, dtype=float) for a in (x, left_x, right_x))
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x must contain only finite values")
+    for name, where in (("left_x", left_x), ("right_x", right_x)):
+        if np.any(np.isnan(where)):
+            raise ValueError(f"{name} must not be NaN (a missing neighbour is -inf / +inf)")
     if np.any(left_x >= x) or np.any(right_x <= x):
         raise ValueError("neighbours must satisfy left_x < x < right_x")
-    left_value = np.where(np.isfinite(left_x), left_value, 0.0)
-    right_value = np.where(np.isfinite(right_x), right_value, 0.0)
+    values = {}
+    for name, where, value in (("left_value", left_x, left_value),
+                               ("right_value", right_x, right_value)):
+        value = np.asarray(value, dtype=float)
+        if np.any(np.isfinite(where) & ~np.isfinite(value)):
+            raise ValueError(f"{name} must be finite where its neighbour is sampled (finite "
+                             f"{name[:-6]}_x)")
+        values[name] = np.where(np.isfinite(where), value, 0.0)
+    left_value, right_value = values["left_value"], values["right_value"]
     return _moments(beta * (x - left_x), beta * (right_x - x), left_value, right_value)
 
 

@@ -455,10 +455,13 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
     preprocessing between runs. ``calibration``: ``"tightest"``, ``"book"`` (WBK Thm. 9,
     :func:`~dprl.xie2019.privacy.gpope_sigma`) or ``"paper"`` (Lemma 1, sensitivity ``h``:
     not sound; :func:`~dprl.xie2019.privacy.calibrated_sigma`)."""
-    m = trajectories.batch_shape[-1] if isinstance(trajectories, Trajectories) else 0
+    if not isinstance(trajectories, Trajectories):  # m, the data-set size, comes from them
+        raise ValueError(f"trajectories must be Trajectories (episodes of batch shape "
+                         f"(*datasets, m), e.g. from ChainMDP.sample), got "
+                         f"{type(trajectories).__name__}")
     sigma = calibrated_sigma(calibration, eps, delta,
-                             require_int("n_iterations", n_iterations), require_int("m", m),
-                             sensitivity)
+                             require_int("n_iterations", n_iterations),
+                             trajectories.batch_shape[-1], sensitivity)
     return primal_dual_descent(trajectories, features, gamma, step_size, n_iterations, rngs,
                                clip=clip, noise_scale=sigma, ratios=ratios, theta0=theta0,
                                w0=w0, prepared=prepared)
