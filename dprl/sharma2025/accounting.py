@@ -255,6 +255,14 @@ def dp_steps_upper_bound(total_steps: int, p: float, tail: float) -> int:
     return int(binom.ppf(1 - tail, n, p))
 
 
+def _batch_of_experts(batch_size: int, n_experts: int) -> tuple[int, int]:
+    """``(b, m)``, validated: a batch of ``b >= 1`` experts out of ``m >= b``."""
+    b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
+    if b > m:
+        raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    return b, m
+
+
 def selective_epsilon(noise_multiplier: float, batch_size: int, n_experts: int, p: float,
                       total_steps: int, delta: float, reading: str = "paper",
                       dp_steps: int | None = None, accountant: str = "pld") -> float:
@@ -264,9 +272,7 @@ def selective_epsilon(noise_multiplier: float, batch_size: int, n_experts: int, 
     with ``q = b / m``, conditionally on the coins (0 DP steps: eps 0)."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
-    b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
-    if b > m:
-        raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    b, m = _batch_of_experts(batch_size, n_experts)
     p = require_probability("p", p, open_low=True)
     total_steps = require_int("total_steps", total_steps)
     if reading == "paper":
@@ -297,9 +303,7 @@ def reading_budgets(eps: float, delta: float, noise_multiplier: float, batch_siz
                     rtol: float = 1e-3) -> ReadingBudgets:
     """The steps the budget ``(eps, delta)`` allows under both readings of Alg. 3
     (:func:`steps_for_budget`) and their ratio, about ``1 / p`` (module docstring)."""
-    b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
-    if b > m:
-        raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    b, m = _batch_of_experts(batch_size, n_experts)
     p = require_probability("p", p, open_low=True)
     paper = steps_for_budget(eps, delta, noise_multiplier, p * b / m, accountant, rtol)
     visible = steps_for_budget(eps, delta, noise_multiplier, b / m, accountant, rtol)
@@ -321,9 +325,7 @@ def hidden_coin_epsilon(noise_multiplier: float, batch_size: int, n_experts: int
     ``eps_alpha = log(1 - p + p exp((alpha - 1) eps_alpha(b/m))) / (alpha - 1)``, composed
     over ``steps``. For small per-step losses this is about ``p eps_alpha(b/m)``, where the
     paper's rate ``q = p b / m`` gives about ``p^2 eps_alpha(b/m)``."""
-    b, m = require_int("batch_size", batch_size), require_int("n_experts", n_experts)
-    if b > m:
-        raise ValueError(f"batch_size must be <= n_experts = {m}, got {b}")
+    b, m = _batch_of_experts(batch_size, n_experts)
     rdp = hidden_coin_rdp(DEFAULT_ORDERS, noise_multiplier, b / m, p)
     return rdp_to_dp(DEFAULT_ORDERS, self_compose_rdp(rdp, require_int("steps", steps)),
                      require_delta(delta))[0]
