@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dprl.kernel_paths import KERNELS, require_kernels  # noqa: F401  (the paths' names)
+from dprl.kernel_paths import require_kernels
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from dprl import floating_point
-from dprl.kernels import KERNELS, column_sum, linear, matmul, outer_sum
+from dprl.kernel_paths import KERNELS
+from dprl.kernels import column_sum, linear, matmul, outer_sum
 
 #: One training trial of Sharma et al.'s learners: CQL and BCQ on 2 x 256 networks, 300 steps
 #: each alternating expert-level DP-SGD (noise s = 1) and non-private steps, Adam, target
