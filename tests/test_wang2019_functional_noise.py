@@ -280,3 +280,10 @@ def test_a_repeated_observation_counts_once():
 def test_a_point_observed_with_two_values_is_refused():
     with pytest.raises(ValueError, match="x_obs repeats the point 0.2 with different g_obs"):
         dense_conditional_moments([0.2, 0.5, 0.2], [1.0, 0.0, 2.0], [0.3], 1.0, 1.0)
+
+
+def test_dense_conditioning_refuses_a_subnormal_kernel():
+    """sigma^2 below the smallest normal float made the Cholesky solve return inf and NaN
+    (found by the property test: sigma = 2.6e-162)."""
+    with pytest.raises(ValueError, match="sigma"):
+        dense_conditional_moments([0.0], [1.0], [0.3, 0.7], 2.5985131824554963e-162, 1.0)

@@ -311,6 +311,8 @@ def dense_conditional_moments(x_obs: ArrayLike, g_obs: ArrayLike, x_new: ArrayLi
     g_obs = require_array("g_obs", g_obs, shape=x_obs.shape, nonempty=False)
     x_new = require_array("x_new", x_new, ndim=1)
     sigma, beta = require_positive("sigma", sigma), require_positive("beta", beta)
+    if sigma * sigma < np.finfo(float).tiny:   # a subnormal kernel: the solve turns inf/NaN
+        raise ValueError(f"sigma^2 underflows a normal float (sigma={sigma})")
     x_obs, g_obs = _distinct_observations(x_obs, g_obs)
     prior = ou_kernel(x_new, x_new, sigma, beta)
     if x_obs.size == 0:
