@@ -224,18 +224,20 @@ def held_out_lower_bound(selection: TradeOff, evaluation: TradeOff, delta: float
     return _bound_at(evaluation, delta, confidence, index, direction)
 
 
-def split_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edges: ArrayLike,
-                      delta: float, confidence: float = 0.95) -> Bound:
+def pilot_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edges: ArrayLike,
+                      delta: float, pilot_trials: int, confidence: float = 0.95) -> Bound:
     """:func:`held_out_lower_bound` from per-trial histograms ``(trials, len(edges) + 1)``: the
-    first half of the trials select the test, the second half evaluate it."""
+    first ``pilot_trials`` trials (the pilot) select the test, the others evaluate it."""
     null_counts = require_array("null_counts", null_counts, ndim=2)
     alternative_counts = require_array("alternative_counts", alternative_counts, ndim=2)
-    if null_counts.shape[0] < 2 or alternative_counts.shape[0] != null_counts.shape[0]:
-        raise ValueError(f"null_counts and alternative_counts need the same number (>= 2) of "
-                         f"trials, got {null_counts.shape[0]} and {alternative_counts.shape[0]}")
-    half = null_counts.shape[0] // 2
-    selection = trade_off_from_histograms(null_counts[:half], alternative_counts[:half], edges)
-    evaluation = trade_off_from_histograms(null_counts[half:], alternative_counts[half:], edges)
+    pilot = require_int("pilot_trials", pilot_trials)
+    if alternative_counts.shape[0] != null_counts.shape[0] or null_counts.shape[0] <= pilot:
+        raise ValueError(f"null_counts and alternative_counts need the same number of trials, "
+                         f"more than pilot_trials = {pilot}, got {null_counts.shape[0]} and "
+                         f"{alternative_counts.shape[0]}")
+    selection, evaluation = (trade_off_from_histograms(null_counts[part],
+                                                       alternative_counts[part], edges)
+                             for part in (slice(None, pilot), slice(pilot, None)))
     return held_out_lower_bound(selection, evaluation, delta, confidence)
 
 
@@ -290,3 +292,61 @@ def _require_rates(name: str, value: ArrayLike) -> np.ndarray:
     if np.any((value < 0) | (value > 1)):
         raise ValueError(f"{name} must lie in [0, 1]")
     return value
+
+
+def simultaneous_band(curve: TradeOff, confidence: float = 0.95
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(fpr_low, fpr_high, fnr_low, fnr_high)`` at every threshold of ``curve``: two-sided
+    Clopper-Pearson intervals at level ``1 - (1 - confidence) / (2 K)`` for the ``2 K`` rates
+    of its ``K`` thresholds, so that by a union bound all of them cover their rates at once
+    with probability >= ``confidence`` (Bonferroni). A threshold whose corner
+    ``(fpr_high, fnr_high)`` lies below an (eps, delta) curve shows, at that simultaneous
+    confidence, a test no (eps, delta)-DP mechanism has."""
+    confidence = _require_confidence(confidence)
+    level = 1 - (1 - confidence) / (2 * curve.thresholds.size)
+    fpr_low, fpr_high = clopper_pearson(curve.false_positives, curve.n_null, level)
+    fnr_low, fnr_high = clopper_pearson(curve.false_negatives, curve.n_alternative, level)
+    return fpr_low, fpr_high, fnr_low, fnr_high
+
+
+def expected_count_bound(fpr: ArrayLike, fnr: ArrayLike, delta: float, n_null: int,
+                         n_alternative: int, confidence: float = 0.95) -> float:
+    """The bound :func:`epsilon_lower_bound` returns when the tests of a trade-off curve
+    ``(fpr, fnr)`` (the exact rates of some pair) are each run ``n_null`` and
+    ``n_alternative`` times and every count equals its expectation, rounded to the nearest
+    integer; the threshold is taken as known (a pilot that finds it loses nothing). What an
+    audit of that size can certify about that pair, at best typical luck."""
+    fpr, fnr = _require_rates("fpr", fpr), _require_rates("fnr", fnr)
+    n_null, n_alternative = require_int("n_null", n_null), require_int("n_alternative",
+                                                                       n_alternative)
+    delta, confidence = _require_audit_delta(delta), _require_confidence(confidence)
+    fpr_high = clopper_pearson(np.rint(fpr * n_null), n_null, confidence)[1]
+    fnr_high = clopper_pearson(np.rint(fnr * n_alternative), n_alternative, confidence)[1]
+    return float(max(np.max(np.stack(epsilon_bounds(fpr_high, fnr_high, delta))), 0.0))
+
+
+def _alpha_grid(n_null: int, n_alternative: int) -> np.ndarray:
+    """False-positive rates from a tenth of one run to 1 (geometric)."""
+    n = min(require_int("n_null", n_null), require_int("n_alternative", n_alternative))
+    return np.concatenate([[0.0], np.geomspace(0.1 / n, 1.0, 4000)])
+
+
+def dp_reachable_bound(eps: float, delta: float, n_null: int, n_alternative: int,
+                       confidence: float = 0.95) -> float:
+    """The best bound an audit of ``n_null`` and ``n_alternative`` runs can reach on a pair
+    whose exact privacy is ``(eps, delta)``: :func:`expected_count_bound` on the trade-off
+    curve of (eps, delta)-DP itself (:func:`dp_trade_off`), the most distinguishable pair
+    with that eps (every (eps, delta)-DP pair has larger error rates at every threshold)."""
+    alpha = _alpha_grid(n_null, n_alternative)
+    return expected_count_bound(alpha, dp_trade_off(alpha, eps, delta), delta, n_null,
+                                n_alternative, confidence)
+
+
+def gdp_reachable_bound(mu: float, delta: float, n_null: int, n_alternative: int,
+                        confidence: float = 0.95) -> float:
+    """:func:`expected_count_bound` on the mu-Gaussian-DP curve (:func:`gaussian_dp_trade_off`):
+    the best bound an audit of that size can reach on a Gaussian pair ``N(0, 1)`` against
+    ``N(mu, 1)`` at ``delta``."""
+    alpha = _alpha_grid(n_null, n_alternative)
+    return expected_count_bound(alpha, gaussian_dp_trade_off(alpha, mu), delta, n_null,
+                                n_alternative, confidence)

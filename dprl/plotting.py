@@ -70,6 +70,7 @@ STYLES: dict[str, Look] = {
     # audits
     "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
     "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
+    "random guess": Look(GREY, "", ":"),
     # Wang & Hegde (2019), the part's figures (book/wang2019)
     # thin reference lines: optimum, bounds, targets (every wang2019 figure that has one); an
     # assumed value where "plain DQN" (black, no marker) shares the axes (fig-wang-lipschitz)

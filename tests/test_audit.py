@@ -73,7 +73,7 @@ def test_calibrated_gaussian_mechanism_shows_no_violation():
     eps, delta = 1.0, 1e-5
     sigma = analytic_gaussian_sigma(1.0, eps, delta)
     for seed in range(5):
-        bound = audit.split_lower_bound(*_gaussian_curves(sigma, 100_000, seed), delta)
+        bound = audit.pilot_lower_bound(*_gaussian_curves(sigma, 100_000, seed), delta, 1)
         assert bound.eps < eps
 
 
@@ -81,7 +81,7 @@ def test_under_noised_gaussian_mechanism_shows_a_violation():
     eps, delta = 1.0, 1e-5
     sigma = analytic_gaussian_sigma(1.0, eps, delta) / 3  # claimed eps 1, true eps 3.407
     assert gaussian_epsilon(delta, 1.0, sigma) > 3
-    bound = audit.split_lower_bound(*_gaussian_curves(sigma, 100_000, 11), delta)
+    bound = audit.pilot_lower_bound(*_gaussian_curves(sigma, 100_000, 11), delta, 1)
     assert bound.eps > eps
     assert gaussian_delta(eps, 1.0, sigma) > delta
 
@@ -89,7 +89,7 @@ def test_under_noised_gaussian_mechanism_shows_a_violation():
 def test_lower_bound_approaches_the_tight_eps_of_the_gaussian_mechanism():
     sigma, delta = 1.0, 1e-3
     tight = gaussian_epsilon(delta, 1.0, sigma)  # 3.139
-    bound = audit.split_lower_bound(*_gaussian_curves(sigma, 500_000, 5), delta)
+    bound = audit.pilot_lower_bound(*_gaussian_curves(sigma, 500_000, 5), delta, 1)
     assert tight - 0.4 < bound.eps <= tight  # within 0.4 (13%) of the tight eps
     scan = audit.epsilon_lower_bound(
         audit.trade_off_from_histograms(*_gaussian_curves(sigma, 500_000, 5)), delta)
@@ -101,7 +101,7 @@ def test_lower_bound_approaches_eps_of_the_laplace_mechanism():
     edges = np.linspace(-10, 11, 2101)
     null = audit.histogram(rng.laplace(0, 1, (2, 500_000)), edges)
     alternative = audit.histogram(1 + rng.laplace(0, 1, (2, 500_000)), edges)
-    bound = audit.split_lower_bound(null, alternative, edges, 0.0)
+    bound = audit.pilot_lower_bound(null, alternative, edges, 0.0, 1)
     assert 0.97 < bound.eps <= 1.0  # eps = 1 (b = 1, sensitivity 1), within 3%
 
 
@@ -115,8 +115,48 @@ def test_lower_bound_approaches_eps_of_the_laplace_mechanism():
     (lambda: audit.gaussian_dp_trade_off(0.5, -1.0), "mu"),
     (lambda: audit.dp_trade_off(0.5, 0.0, 0.1), "eps"),
     (lambda: audit.trade_off_from_histograms([1, 2], [1, 2, 3], [0.0, 1.0]), "null_counts"),
-    (lambda: audit.split_lower_bound([[1, 2]], [[1, 2]], [0.0], 0.1), "null_counts"),
+    (lambda: audit.pilot_lower_bound([[1, 2]], [[1, 2]], [0.0], 0.1, 1), "null_counts"),
+    (lambda: audit.pilot_lower_bound([[1, 2]] * 2, [[1, 2]] * 2, [0.0], 0.1, 0), "pilot_trials"),
+    (lambda: audit.dp_reachable_bound(1.0, 1e-5, 0, 10), "n_null"),
 ])
 def test_bad_input_is_rejected_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_reachable_bounds_stay_below_eps_and_approach_it_with_runs():
+    eps, delta = 1.0, 1e-5
+    mu = 1 / analytic_gaussian_sigma(1.0, eps, delta)
+    reach = [audit.dp_reachable_bound(eps, delta, n, n) for n in (10**4, 10**6, 10**8)]
+    gdp = [audit.gdp_reachable_bound(mu, delta, n, n) for n in (10**4, 10**6, 10**8)]
+    assert np.all(np.diff(reach) > 0) and np.all(np.diff(gdp) > 0)
+    assert reach[-1] < eps and gdp[-1] < eps and reach[-1] > 0.99 * eps
+    # the Gaussian pair is less distinguishable than the tight (eps, delta) pair
+    assert np.all(np.array(gdp) < np.array(reach))
+    assert 0.9 < gdp[-1]
+
+
+def test_expected_count_bound_is_the_bound_of_the_expected_counts():
+    """At one threshold, the bound of integer counts equal to n * rate is the Kairouz bound of
+    their Clopper-Pearson upper ends, computed here from scipy's beta quantiles."""
+    n, fpr, fnr, delta = 10_000, 0.002, 0.9, 1e-5
+    high = [stats.beta.ppf(0.975, k + 1, n - k) for k in (20, 9000)]
+    expected = np.log((1 - delta - high[1]) / high[0])
+    assert audit.expected_count_bound([fpr], [fnr], delta, n, n) == pytest.approx(expected)
+
+
+def test_simultaneous_band_covers_every_rate_at_once():
+    """Repeats of a Gaussian audit: the band covers the exact rates at all thresholds at once in
+    at least 95% of repeats (Bonferroni is conservative), and its corners bracket the rates."""
+    from scipy import special
+    edges = np.linspace(-3, 4, 71)
+    exact_fpr, exact_fnr = special.ndtr(-edges), special.ndtr(edges - 1)
+    rng, covered = np.random.default_rng(21), 0
+    for _ in range(200):
+        curve = audit.trade_off(rng.standard_normal(2000), 1 + rng.standard_normal(2000),
+                                edges)
+        fpr_low, fpr_high, fnr_low, fnr_high = audit.simultaneous_band(curve)
+        assert np.all(fpr_low <= curve.fpr) and np.all(curve.fpr <= fpr_high)
+        covered += bool(np.all((fpr_low <= exact_fpr) & (exact_fpr <= fpr_high)
+                               & (fnr_low <= exact_fnr) & (exact_fnr <= fnr_high)))
+    assert covered >= 0.95 * 200

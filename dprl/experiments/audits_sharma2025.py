@@ -1,35 +1,61 @@
-"""Empirical privacy audits of Sharma et al. (2025)'s two mechanisms (issue 17; chapter
-book/appendix/audits), on the conventions of :mod:`dprl.experiments.audits`.
+"""Empirical privacy audits of Sharma et al. (2025)'s two mechanisms (issues 17, 29; chapter
+book/appendix/audits), on the conventions of :mod:`dprl.experiments.audits`. Every sample is
+drawn by the package's own code: :func:`dprl.sharma2025.release.data_release` (Alg. 2),
+:func:`dprl.sharma2025.dp_sgd.expert_dp_sgd_step` (Alg. 4) and
+:func:`dprl.sharma2025.dp_sgd.selective_dp_sgd_step` (Alg. 3).
 
-- ``audit-sharma2025-release``: DataRelease (Alg. 2, the sparse vector technique over
-  trajectory prefixes) as Sec. 5 analyses it: each of the ``T`` rounds draws an expert
-  uniformly from the set and a trajectory from it on a tabular MDP (the privacy-analysis
-  chapter's two-state, two-action MDP, ``L = 2``), queries its prefixes against the noisy
-  threshold and releases the stable prefix (or nothing). Neighbours are add/remove-one expert
-  sets, the relation of Theorems 5.3 and 5.5: ``D`` holds ``m - 1`` experts of App. B.1's kind
-  that all prefer action 0; ``D'`` adds the canary, an expert that prefers action 1
-  everywhere. The output of a round is discrete (nothing, or one of the enumerable prefixes),
-  and its exact distribution under either set is
-  :meth:`~dprl.sharma2025.privacy.OneRoundModel.distribution`; the mechanism is sampled
-  step by step (expert, actions, transitions, Laplace noises) and each run is scored by the
-  exact log-likelihood ratio of its ``T`` outputs, so thresholding the statistic tests the
-  events of largest likelihood ratio (Neyman-Pearson). Black-box: the auditor sees the
-  release only.
-- ``audit-sharma2025-dp-sgd`` / ``audit-sharma2025-selective``: expert-level DP-SGD (Alg. 4)
-  and the selective DP-SGD of Alg. 3, simulated as the released gradients rather than by
-  training a network (white-box: every noisy clipped gradient sum is released, as the
-  privacy proof assumes). Each step is a DP step with probability ``p`` (Alg. 3's coin; ``p =
-  1``: Alg. 4); a DP step Poisson-samples experts at rate ``q = b/m`` and releases the sum of
-  their clipped gradients plus ``N(0, s^2 C^2 I)``. The canary expert's clipped gradient is
-  ``C u`` for a fixed unit ``u``; the other experts' gradients are known to the auditor
-  (they set them), so only the projection on ``u`` in units of ``C`` matters: ``x_t ~ N(0,
-  s^2)`` without the canary (``D``) and ``B_t + N(0, s^2)``, ``B_t ~ Bernoulli(q)``, with it
-  (``D'``), the dominating pair of the Poisson-subsampled Gaussian mechanism under add/remove
-  (Zhu, Dong & Wang 2022). The stable steps are noiseless, so the coins are visible to a
-  white-box auditor; the statistic is the exact log-likelihood ratio of the DP steps,
-  ``sum_t log(1 - q + q e^{(2 x_t - 1) / (2 s^2)})``. The noise multiplier is Sec. 6's PLD
-  calibration (:func:`~dprl.sharma2025.accounting.noise_for_budget`) of ``N`` steps at the
-  paper's rate ``p q`` (Sec. 4, App. B.2: the coins counted as subsampling).
+- ``audit-sharma2025-release`` (black-box): DataRelease on the privacy-analysis chapter's
+  two-state, two-action MDP (``L = 2``) with App. B.1 experts, as Sec. 5 models it: the data
+  are the experts (add/remove-one expert sets, Theorems 5.3 and 5.5), and each run records
+  ``N`` trajectories of every expert from the trial's generator, then calls
+  ``data_release`` on the ``N m`` trajectories (it permutes them and queries ``T``). ``D``
+  holds ``m - 1`` experts of type 0 (preferring action 0 everywhere), ``D'`` adds a canary
+  of the same type, with its ``N`` trajectories. The output is the released prefix of each
+  query (or nothing), in query order; trajectory indices are not released (they would
+  reveal ``N m``). Because every expert has the same policy, the ``T`` queried trajectories
+  (distinct, drawn without replacement by the permutation) are i.i.d. draws of that policy
+  whatever the permutation, and the queries' noises are fresh: the ``T`` outputs are i.i.d.
+  in both worlds with the one-round law
+  :meth:`~dprl.sharma2025.privacy.OneRoundModel.distribution` of ``m - 1`` and ``m``
+  experts. That is why the canary shares the majority's type: a canary of another type
+  would make the outputs an exchangeable, not independent, mixture (hypergeometric in the
+  number of its trajectories queried), whose exact privacy curve is out of reach. The
+  canary then acts only through the counts, which ``m`` puts just above Alg. 2's threshold
+  (where one expert moves the pass probabilities most): the pair's exact eps (0.27 at ``m
+  = 886``) is three times that of the earlier pair of a canary preferring action 1 among
+  1078 type-0 experts with rounds drawn with replacement (0.087). Each run is scored by the
+  exact log-likelihood ratio of its ``T`` outputs (Neyman-Pearson), and the pair's exact
+  eps is the ``T``-fold composition of the one-round pair's privacy loss distribution
+  (dp-accounting, both orders).
+- ``audit-sharma2025-dp-sgd`` / ``audit-sharma2025-selective`` (white-box): ``N`` real steps
+  of Alg. 4 (``p = 1``) or Alg. 3 (``p < 1``) on a :class:`~dprl.sharma2025.offline_rl.
+  DiscreteCQL` learner with a linear Q-network (no hidden layer, portable kernels, plain
+  SGD), ``m`` experts, ``b/m`` Poisson sampling, clip ``C``. Expert ``r < R`` (``R =
+  runs_per_trial``) is the canary of run ``r``: one terminal transition from state 1 taking
+  action ``r`` with reward ``reward``, whose per-example gradient (``C``-clipped, of norm
+  about ``reward sqrt 2 >> C``) lies in the Q-network's row ``r`` only: with CQL's weight
+  ``alpha = 0`` (the DQN loss) the canaries' gradients are mutually orthogonal, so the
+  ``R`` canaries of one training are ``R`` runs, each the others' "experts with gradients
+  orthogonal to ``u``". ``D'``: every canary present; ``D``: every expert without
+  transitions (Alg. 4 lines 4-5: a sampled expert without transitions contributes
+  nothing, so ``m`` and ``q`` stay those of ``D'``); the other experts are empty in both.
+  The auditor reads each step's noisy gradient sum ``b (phi_t - phi_{t+1}) / eta`` and
+  projects it on the canary's unit clipped-gradient direction ``u`` at ``phi_t``: the
+  projection in units of ``C`` is ``x ~ N(0, s^2)`` under ``D`` and ``B + N(0, s^2)``, ``B
+  ~ Bernoulli(q)``, under ``D'`` (the noise is isotropic, so the projections on orthogonal
+  ``u`` are independent; the parameters' float32 rounding moves ``x`` by ~1e-5), given any
+  past: this is the dominating pair of the Poisson-subsampled Gaussian mechanism under
+  add/remove (Zhu, Dong & Wang 2022), composed adaptively, and the statistic is its exact
+  log-likelihood ratio summed over the DP steps, ``sum_t log(1 - q + q e^{(2 x_t - 1) / (2
+  s^2)})``. Alg. 3's stable steps (on one stable transition of the canaries' state 0) are
+  noiseless and the step reports its coin: the coins are visible to a white-box auditor. The
+  noise multiplier is Sec. 6's PLD calibration of ``N`` steps at the paper's rate ``p b/m``
+  (the coins counted as subsampling). The pair's exact eps is the PLD of ``N`` steps whose
+  loss is 0 with probability ``1 - p`` and the subsampled Gaussian's otherwise (the mixture
+  over the Binomial(N, p) number of DP steps); for ``p = 1``, the accountant's.
+  The ``R`` runs of a training share its coins: given them they are independent, so for
+  ``p < 1`` the bound holds for the coins as drawn in the ``n_trials`` trainings (whose DP
+  step counts sample Binomial(N, p)), not for independent coins per run.
 """
 
 from __future__ import annotations
@@ -39,13 +65,16 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
+from dprl.accounting import pld as pld_module
 from dprl.experiments.audits import (AuditConfig, Statistics, _register, accountant_epsilon,
-                                     exact_gdp_mu, statistic_losses)
+                                     exact_gdp_mu, pair_epsilon, statistic_losses)
 from dprl.sharma2025 import privacy as pv
+from dprl.sharma2025 import release as release_module
 from dprl.sharma2025.accounting import (ACCOUNTANTS, dp_sgd_epsilon, dp_steps_upper_bound,
                                         noise_for_budget)
-from dprl.sharma2025.release import ReleaseParameters, release_parameters
 from dprl.validation import require_int, require_positive, require_probability
 
 #: The privacy-analysis chapter's tabular MDP: initial distribution and transitions (S, A, S).
@@ -55,64 +84,60 @@ TOY_TRANSITIONS = (((0.8, 0.2), (0.3, 0.7)), ((0.5, 0.5), (0.1, 0.9)))
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReleaseAuditConfig(AuditConfig):
-    """DataRelease at ``(eps1, delta1) = (eps, delta)`` with ``T = n_queries`` rounds on the
-    toy MDP with horizon ``length`` and App. B.1 experts of minimum action probability
-    ``p_min``; ``m`` experts with the canary, of type ``canary_type`` (default: the last,
-    which prefers action 1 everywhere). ``noise_factor`` scales both Laplace noises (1: Alg.
-    2; below 1: under-noised, the threshold kept, for the tests)."""
+    """DataRelease with ``T = n_queries`` rounds on the toy MDP with horizon ``length``, App.
+    B.1 experts of minimum action probability ``p_min``, ``m`` experts with the canary and
+    ``per_expert`` (``N``) trajectories each. The claim is ``(eps1, delta1) = (eps, delta)``;
+    Alg. 2 runs with the parameters of ``eps / noise_factor`` (1: as claimed; below 1:
+    under-noised, for the tests)."""
 
     n_queries: int = 25
     length: int = 2
     p_min: float = 0.02
     m: int
-    canary_type: int = -1
+    per_expert: int = 20
     noise_factor: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require_int("m", self.m, minimum=2)
+        require_int("per_expert", self.per_expert)
         require_positive("noise_factor", self.noise_factor)
-        if not -self.n_types <= self.canary_type < self.n_types:
-            raise ValueError(f"canary_type must index one of the {self.n_types} expert types, "
-                             f"got {self.canary_type}")
 
     @property
-    def n_types(self) -> int:
-        """Number of App. B.1 expert types on the toy MDP, ``|A|^(L |S|)``."""
-        return 2 ** (2 * self.length)
-
-    @property
-    def params(self) -> ReleaseParameters:
+    def params(self) -> release_module.ReleaseParameters:
         """Alg. 2's constants (:func:`~dprl.sharma2025.release.release_parameters`)."""
-        return release_parameters(self.eps, self.delta, self.n_queries, self.length, self.p_min)
+        return release_module.release_parameters(self.eps / self.noise_factor, self.delta,
+                                                 self.n_queries, self.length, self.p_min)
 
-    def multiplicities(self) -> tuple[np.ndarray, np.ndarray]:
-        """Experts per type (:func:`~dprl.sharma2025.privacy.binary_policy_types` order)
-        without (``D``) and with (``D'``) the canary: ``m - 1`` of type 0 (preferring action
-        0 everywhere), plus one of ``canary_type``."""
-        without = np.zeros(self.n_types, dtype=np.int64)
-        without[0] = self.m - 1
-        with_canary = without.copy()
-        with_canary[self.canary_type] += 1
-        return without, with_canary
+    @property
+    def policy(self) -> np.ndarray:
+        """Every expert's policy ``(L, S, A)``: App. B.1's type 0, action 0 everywhere
+        (:func:`~dprl.sharma2025.privacy.binary_policy_types`)."""
+        return pv.binary_policy_types(2, 2, self.length, self.p_min)[0]
 
 
 @lru_cache(maxsize=8)
 def _release_model(length: int, p_min: float) -> pv.OneRoundModel:
-    """One round of Alg. 2 on the toy MDP over every App. B.1 expert type."""
-    return pv.one_round_model(np.array(TOY_INITIAL), np.array(TOY_TRANSITIONS),
-                              pv.binary_policy_types(2, 2, length, p_min), length, p_min)
+    """One round of Alg. 2 on the toy MDP with experts of App. B.1's type 0."""
+    policy = pv.binary_policy_types(2, 2, length, p_min)[:1]
+    return pv.one_round_model(np.array(TOY_INITIAL), np.array(TOY_TRANSITIONS), policy,
+                              length, p_min)
+
+
+def release_distributions(config: ReleaseAuditConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The exact one-round output distributions under ``D`` (``m - 1`` experts) and ``D'``
+    (``m``): nothing released, then the prefixes by length
+    (:meth:`~dprl.sharma2025.privacy.OneRoundModel.distribution`)."""
+    model, params = _release_model(config.length, config.p_min), config.params
+    return tuple(model.distribution(np.array([n]), params.eps_prime, params.threshold)
+                 for n in (config.m - 1, config.m))
 
 
 @lru_cache(maxsize=8)
 def release_log_ratios(config: ReleaseAuditConfig) -> np.ndarray:
-    """``log P(o | D') - log P(o | D)`` for every output ``o`` of one round (nothing
-    released, then the prefixes by length, as :meth:`~dprl.sharma2025.privacy.OneRoundModel.
-    distribution` orders them), floored at probability 1e-300."""
-    model, params = _release_model(config.length, config.p_min), config.params
-    eps_noise = params.eps_prime / config.noise_factor
-    null, alternative = (np.maximum(model.distribution(x, eps_noise, params.threshold), 1e-300)
-                         for x in config.multiplicities())
+    """``log P(o | D') - log P(o | D)`` per one-round output ``o``, probabilities floored at
+    1e-300."""
+    null, alternative = (np.maximum(x, 1e-300) for x in release_distributions(config))
     return np.log(alternative) - np.log(null)
 
 
@@ -122,77 +147,120 @@ def _categorical(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndar
     return (rng.random(probabilities.shape[:-1])[..., None] >= edges).sum(axis=-1)
 
 
-def release_outputs(config: ReleaseAuditConfig, multiplicities: np.ndarray, n: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """Indices (:func:`release_log_ratios` order) of ``n`` independent rounds of Alg. 2 on
-    the expert set ``multiplicities``: draw an expert and its trajectory on the toy MDP,
-    the threshold noise ``Lap(2/eps')`` and one ``Lap(4/eps')`` per prefix, and release the
-    prefix before the first rejection (Alg. 1-2)."""
-    model, params = _release_model(config.length, config.p_min), config.params
-    policies = pv.binary_policy_types(2, 2, config.length, config.p_min)
+def record_toy_trajectories(policy: np.ndarray, n: int,
+                            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` trajectories of ``policy`` ``(L, S, A)`` on the toy MDP: states ``(n, L + 1)``
+    and actions ``(n, L)``, step by step (initial state, then action and next state)."""
     transitions = np.array(TOY_TRANSITIONS)
-    expert = _categorical(np.broadcast_to(multiplicities / multiplicities.sum(),
-                                          (n, len(multiplicities))), rng)
-    state = _categorical(np.broadcast_to(np.array(TOY_INITIAL), (n, 2)), rng)
-    trajectory = state
-    for step in range(config.length):
-        action = _categorical(policies[expert, step, state], rng)
-        state = _categorical(transitions[state, action], rng)
-        trajectory = (trajectory * 2 + action) * 2 + state
-    scale = config.noise_factor / params.eps_prime
-    threshold = params.threshold + rng.laplace(0.0, 2 * scale, n)
-    noise = rng.laplace(0.0, 4 * scale, (n, config.length))
-    passed = model.counts(multiplicities)[trajectory] + noise > threshold[:, None]
-    k = np.cumprod(passed, axis=1).sum(axis=1)
-    offsets = np.concatenate([[1], 1 + np.cumsum(model.prefix_sizes())])
-    prefix = trajectory // 4 ** (config.length - k)
+    states = [_categorical(np.broadcast_to(np.array(TOY_INITIAL), (n, 2)), rng)]
+    actions = []
+    for step in range(policy.shape[0]):
+        actions.append(_categorical(policy[step, states[-1]], rng))
+        states.append(_categorical(transitions[states[-1], actions[-1]], rng))
+    return np.stack(states, axis=1), np.stack(actions, axis=1)
+
+
+def release_outputs(config: ReleaseAuditConfig, m: int, rng: np.random.Generator) -> np.ndarray:
+    """One run on ``m`` experts: record ``N`` trajectories of each, call
+    :func:`~dprl.sharma2025.release.data_release` on them (the ``m`` experts' log
+    probabilities along each queried trajectory), and return the ``T`` outputs' indices in
+    :func:`release_distributions` order (0: nothing; else the released prefix)."""
+    policy, params = config.policy, config.params
+    states, actions = record_toy_trajectories(policy, config.per_expert * m, rng)
+    steps = np.arange(config.length)
+    log_policy = np.log(policy[steps, states[:, :-1], actions])        # (N m, L)
+
+    def log_probs_of(t: int) -> np.ndarray:
+        return np.broadcast_to(log_policy[t], (m, config.length))
+
+    result = release_module.data_release(len(actions), log_probs_of, params, rng)
+    k = result.prefix_lengths
+    code = states[:, 0]
+    for step in steps:
+        code = (code * 2 + actions[:, step]) * 2 + states[:, step + 1]
+    prefix = code[result.queried] // 4 ** (config.length - k)
+    offsets = np.concatenate([[1], 1 + np.cumsum(_release_model(config.length,
+                                                                config.p_min).prefix_sizes())])
     return np.where(k == 0, 0, offsets[np.maximum(k - 1, 0)] + prefix)
 
 
 def release_statistics(config: ReleaseAuditConfig, rng: np.random.Generator) -> Statistics:
-    """Per run, the exact log-likelihood ratio of the ``T`` released outputs under ``D``
-    (without the canary) and ``D'`` (with it)."""
+    """Per run, the exact log-likelihood ratio of its ``T`` outputs, on ``D`` (``m - 1``
+    experts) and ``D'`` (``m``), runs alternating between the worlds."""
     log_ratios = release_log_ratios(config)
-    shape = (config.runs_per_trial, config.n_queries)
-    return tuple(log_ratios[release_outputs(config, x, math.prod(shape), rng).reshape(shape)]
-                 .sum(axis=-1) for x in config.multiplicities())
+    runs = [[log_ratios[release_outputs(config, m, rng)].sum() for m in (config.m - 1, config.m)]
+            for _ in range(config.runs_per_trial)]
+    return tuple(np.array(world) for world in zip(*runs))
+
+
+def _pmf_epsilon(lower: np.ndarray, upper: np.ndarray, compositions: int, delta: float) -> float:
+    """eps at ``delta`` of ``compositions`` independent rounds of the pair (both orders):
+    dp-accounting's PLD of two probability mass functions, self-composed."""
+    def log_pmf(p: np.ndarray) -> dict[int, float]:
+        return {i: math.log(v) for i, v in enumerate(p) if v > 0}
+
+    return max(float(pld_lib.from_two_probability_mass_functions(log_pmf(a), log_pmf(b))
+                     .self_compose(compositions).get_epsilon_for_delta(delta))
+               for a, b in ((lower, upper), (upper, lower)))
+
+
+@pair_epsilon.register
+def _(config: ReleaseAuditConfig) -> float:
+    """The ``T``-fold composition of the one-round pair (the rounds are i.i.d. in both
+    worlds: module docstring), by :func:`_pmf_epsilon`."""
+    return _pmf_epsilon(*release_distributions(config), config.n_queries, config.delta)
 
 
 @accountant_epsilon.register
 def _(config: ReleaseAuditConfig) -> float:
     """The book's accounting of Alg. 2: Theorem 5.3's per-round ``(2 eps', delta1/(2T))``
     composed optimally over ``T`` rounds (Kairouz, Oh & Viswanath 2015;
-    :func:`~dprl.sharma2025.privacy.composition_totals`)."""
-    return pv.composition_totals(config.eps, config.delta, config.n_queries).kov
+    :func:`~dprl.sharma2025.privacy.composition_totals`), at the parameters run."""
+    return pv.composition_totals(config.eps / config.noise_factor, config.delta,
+                                 config.n_queries).kov
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DPSGDAuditConfig(AuditConfig):
-    """``n_steps`` steps of (selective) DP-SGD at rate ``sampling_rate`` = b/m, each a DP
-    step with probability ``p`` (Alg. 3; 1: Alg. 4), calibrated to ``(eps, delta)`` at the
-    paper's rate ``p b/m`` over all steps by ``accountant`` (``"pld"``, Sec. 6's; ``"rdp"``
-    at smoke scale, where PLD's calibration would take most of a test's time)."""
+    """``n_steps`` steps of (selective) DP-SGD, each a DP step with probability ``p`` (Alg. 3;
+    1: Alg. 4), on ``n_experts`` experts with expected batch ``expected_batch`` (b), clip ``clip``,
+    plain SGD at ``learning_rate``; canaries of reward ``reward`` (module docstring). The noise
+    is calibrated to ``(eps, delta)`` at the paper's rate ``p b/m`` over all steps by
+    ``accountant`` (``"pld"``, Sec. 6's; ``"rdp"`` at smoke scale), times ``noise_factor``
+    (1; below 1: under-noised, for the tests)."""
 
-    sampling_rate: float
+    expected_batch: int = 256
+    n_experts: int = 3000
     n_steps: int
     p: float = 1.0
+    clip: float = 1.0
+    learning_rate: float = 1.0
+    reward: float = 100.0
     accountant: str = "pld"
     noise_factor: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require_probability("sampling_rate", self.sampling_rate, open_low=True)
         require_int("n_steps", self.n_steps)
+        require_int("n_experts", self.n_experts, minimum=self.expected_batch)
+        if self.runs_per_trial > self.n_experts:
+            raise ValueError(f"runs_per_trial must be <= n_experts = {self.n_experts} (one "
+                             f"canary expert per run), got {self.runs_per_trial}")
         require_probability("p", self.p, open_low=True)
-        require_positive("noise_factor", self.noise_factor)
+        for name in ("clip", "learning_rate", "reward", "noise_factor"):
+            require_positive(name, getattr(self, name))
         if self.accountant not in ACCOUNTANTS:
             raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
 
     @property
+    def sampling_rate(self) -> float:
+        """Alg. 4's ``q = b / m``."""
+        return self.expected_batch / self.n_experts
+
+    @property
     def noise_multiplier(self) -> float:
         """Sec. 6's calibration: :func:`~dprl.sharma2025.accounting.noise_for_budget` of
-        ``n_steps`` steps at rate ``p b/m``, times ``noise_factor`` (1; below 1:
-        under-noised, for the tests)."""
+        ``n_steps`` steps at rate ``p b/m``, times ``noise_factor``."""
         return self.noise_factor * _noise_for_budget(
             self.eps, self.delta, self.p * self.sampling_rate, self.n_steps, self.accountant)
 
@@ -209,20 +277,12 @@ def dp_step_log_likelihood_ratio(x: np.ndarray, noise_multiplier: float,
 
 
 def dp_sgd_statistics(config: DPSGDAuditConfig, rng: np.random.Generator) -> Statistics:
-    """White-box audit (module docstring): per run and world, the coins of the ``N`` steps
-    (drawn only when ``p < 1``), the canary's Poisson draws (``D'`` only) and the noise of
-    every step; the statistic sums the log-likelihood ratio over the DP steps."""
-    s, q = config.noise_multiplier, config.sampling_rate
-    shape = (config.runs_per_trial, config.n_steps)
-    statistics = []
-    for canary in (False, True):
-        dp_step = rng.random(shape) < config.p if config.p < 1 else np.ones(shape, dtype=bool)
-        x = s * rng.standard_normal(shape)
-        if canary:
-            x += rng.random(shape) < q
-        statistics.append(np.where(dp_step, dp_step_log_likelihood_ratio(x, s, q), 0.0)
-                          .sum(axis=-1))
-    return statistics[0], statistics[1]
+    """White-box audit (module docstring): one training without the canaries (``D``) and one
+    with them (``D'``), each from its own torch stream of the trial
+    (:func:`~dprl.experiments.audits_sharma2025_training.training_statistics`; torch loads
+    here, not when the catalogue registers the audit)."""
+    from dprl.experiments.audits_sharma2025_training import training_statistics
+    return training_statistics(config, rng)
 
 
 @accountant_epsilon.register
@@ -240,6 +300,43 @@ def _(config: DPSGDAuditConfig) -> float:
                           config.delta / 2, config.accountant)
 
 
+def _with_idle_steps(pmf: pld_pmf.PLDPmf, p: float) -> pld_pmf.DensePLDPmf:
+    """The privacy loss distribution of a step that is ``pmf``'s with probability ``p`` and
+    an idle one (loss 0: a visible coin and a noiseless step on public data) otherwise."""
+    dense = pmf.to_dense_pmf()
+    probs = p * dense._probs
+    zero = -dense._lower_loss
+    if not 0 <= zero < len(probs):
+        raise ValueError("the step's privacy loss grid must contain 0")
+    probs[zero] += 1 - p
+    return pld_pmf.DensePLDPmf(dense._discretization, dense._lower_loss, probs,
+                               p * dense._infinity_mass, dense._pessimistic_estimate)
+
+
+def visible_coin_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, p: float,
+                         delta: float) -> float:
+    """eps at ``delta`` of ``steps`` Alg. 3 steps with visible coins: the PLD of a step that
+    is a Poisson-subsampled Gaussian step (dp-accounting's, as
+    :func:`~dprl.accounting.pld.poisson_gaussian_epsilon` builds it) with probability ``p``
+    and idle otherwise, self-composed; ``delta(eps) = sum_k P(K = k) delta_k(eps)``, ``K ~
+    Binomial(steps, p)``. ``p = 1``: the accountant's eps."""
+    p = require_probability("p", p, open_low=True)
+    pmfs = pld_module._step_pmfs(require_positive("noise_multiplier", noise_multiplier),
+                                 require_probability("sampling_rate", sampling_rate,
+                                                     open_low=True))
+    composed = pld_lib.PrivacyLossDistribution(*(
+        pld_module._self_compose(_with_idle_steps(pmf, p), require_int("steps", steps))
+        for pmf in pmfs))
+    return float(composed.get_epsilon_for_delta(delta))
+
+
+@pair_epsilon.register
+def _(config: DPSGDAuditConfig) -> float:
+    """The audited pair's exact eps (module docstring): :func:`visible_coin_epsilon`."""
+    return visible_coin_epsilon(config.noise_multiplier, config.sampling_rate, config.n_steps,
+                                config.p, config.delta)
+
+
 @statistic_losses.register(ReleaseAuditConfig)
 @statistic_losses.register(DPSGDAuditConfig)
 def _(config: AuditConfig) -> np.ndarray:
@@ -255,32 +352,36 @@ def _(config: AuditConfig) -> None:
 
 
 _RELEASE_SETTINGS = dict(eps=10.0, delta=1 / 3000, n_queries=25, length=2, p_min=0.02,
-                         m=1079, edge_low=-1.0, edge_high=2.0, n_edges=3001)
+                         m=886, per_expert=20, edge_low=-1.5, edge_high=2.5, n_edges=4001)
 RELEASE = _register(
     "audit-sharma2025-release",
     "Black-box audit of Sharma 2025's DataRelease (Alg. 2) on add/remove-one expert sets "
-    "(Acrobot's eps1 = 10, delta1 = 1/3000, T = 25; toy MDP, L = 2, m = 1079)",
+    "(Acrobot's eps1 = 10, delta1 = 1/3000, T = 25; toy MDP, L = 2, m = 886, N = 20)",
     release_statistics,
-    ReleaseAuditConfig(n_trials=4, root_seed=1711, batch_size=4, runs_per_trial=2000,
-                       **_RELEASE_SETTINGS),
-    ReleaseAuditConfig(n_trials=100, root_seed=1711, batch_size=10, runs_per_trial=10000,
-                       **_RELEASE_SETTINGS))
+    ReleaseAuditConfig(n_trials=4, root_seed=1711, batch_size=4, runs_per_trial=100,
+                       pilot_trials=1, **_RELEASE_SETTINGS),
+    ReleaseAuditConfig(n_trials=100, root_seed=1711, batch_size=10, runs_per_trial=1000,
+                       pilot_trials=10, **_RELEASE_SETTINGS),
+    sampled=("dprl.sharma2025.release.data_release",))
 
 
-def _dp_sgd_audit(name: str, p: float, root_seed: int, edge_high: float):
+def _dp_sgd_audit(name: str, p: float, root_seed: int, edge_high: float, runs: int,
+                  n_trials: int):
     """Expert-level DP-SGD (``p = 1``) or selective DP-SGD (``p < 1``) at CartPole's eps2 =
     2.5, delta2 = 1/30000 (eps = 10, App. B.3), b/m = 256/3000, N = 200 steps."""
-    settings = dict(eps=2.5, delta=1 / 30000, sampling_rate=256 / 3000, n_steps=200, p=p,
-                    edge_low=-4.0, edge_high=edge_high, n_edges=3001)
+    settings = dict(eps=2.5, delta=1 / 30000, expected_batch=256, n_experts=3000, n_steps=200,
+                    p=p, edge_low=-4.0, edge_high=edge_high, n_edges=3001)
+    function = "expert_dp_sgd_step" if p == 1 else "selective_dp_sgd_step"
     return _register(
         f"audit-sharma2025-{name}",
-        f"White-box audit of Sharma 2025's {name} (p = {p}) with an expert canary "
+        f"White-box audit of Sharma 2025's {name} (p = {p}) with expert canaries "
         "(eps2 = 2.5, delta2 = 1/30000, b/m = 256/3000, N = 200)", dp_sgd_statistics,
-        DPSGDAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=2000,
-                         accountant="rdp", **settings),
-        DPSGDAuditConfig(n_trials=100, root_seed=root_seed, batch_size=10,
-                         runs_per_trial=10000, **settings))
+        DPSGDAuditConfig(n_trials=4, root_seed=root_seed, batch_size=4, runs_per_trial=200,
+                         pilot_trials=1, accountant="rdp", **settings),
+        DPSGDAuditConfig(n_trials=n_trials, root_seed=root_seed, batch_size=10,
+                         runs_per_trial=runs, pilot_trials=n_trials // 10, **settings),
+        sampled=(f"dprl.sharma2025.dp_sgd.{function}",))
 
 
-DP_SGD = _dp_sgd_audit("dp-sgd", 1.0, 1712, 8.0)
-SELECTIVE = _dp_sgd_audit("selective", 0.5, 1713, 12.0)
+DP_SGD = _dp_sgd_audit("dp-sgd", 1.0, 1712, 8.0, 3000, 100)
+SELECTIVE = _dp_sgd_audit("selective", 0.5, 1713, 12.0, 1000, 300)

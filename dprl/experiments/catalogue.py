@@ -12,4 +12,8 @@ import dprl.experiments.sharma2025  # noqa: F401
 import dprl.experiments.sharma2025_release  # noqa: F401
 import dprl.experiments.sharma2025_training  # noqa: F401
 import dprl.experiments.audits  # noqa: F401
+import dprl.experiments.audits_balle2016  # noqa: F401
+import dprl.experiments.audits_xie2019  # noqa: F401
+import dprl.experiments.audits_wang2019  # noqa: F401
 import dprl.experiments.audits_sharma2025  # noqa: F401
+import dprl.experiments.audit_one_run  # noqa: F401

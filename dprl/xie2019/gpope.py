@@ -22,6 +22,7 @@ on the trials computed with it.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -369,12 +370,16 @@ def _generators(rngs, count: int, per: str = "data set") -> list[np.random.Gener
 
 def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: np.ndarray,
              clips: np.ndarray | None, noise_scales: np.ndarray,
-             rngs: Sequence[np.random.Generator], xi: np.ndarray) -> np.ndarray:
+             rngs: Sequence[np.random.Generator], xi: np.ndarray,
+             iterates: bool = False) -> np.ndarray:
     """``N = len(schedule)`` iterations of ``xi_r -= schedule_j steps_r (clip_{h_r}(B_i) +
     h_r sigma_r zeta)`` for every run ``r`` on data set ``datasets[r]``, one uniformly sampled
     trajectory per iteration and run, drawn with the noise from ``rngs[r]`` in chunks (a run
-    with ``sigma_r = 0`` draws no noise). Each run's bits depend only on its own arguments."""
+    with ``sigma_r = 0`` draws no noise). Each run's bits depend only on its own arguments.
+    Returns the last ``xi``, or with ``iterates`` every one, ``(runs, N + 1, 2n)`` (the start
+    first; the same draws and bits)."""
     n = data.n_features
+    path = [xi] if iterates else None
     noisy = noise_scales > 0
     amplitudes = np.zeros(noise_scales.shape)
     if noisy.any():  # callers give every noisy run a clipping bound
@@ -392,7 +397,9 @@ def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: 
             if noise is not None:
                 grad = grad + amplitudes[:, None] * noise[j]
             xi = xi - (schedule[start + j] * steps)[:, None] * grad
-    return xi
+            if iterates:
+                path.append(xi)
+    return np.stack(path, axis=1) if iterates else xi
 
 
 def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step_size,
@@ -469,15 +476,18 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
 
 def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip: float,
                eps, delta: float, rngs: Sequence[np.random.Generator], *,
-               sensitivity: float = 2.0, calibration: str | Sequence[str] = "tightest"
-               ) -> tuple[np.ndarray, np.ndarray]:
+               sensitivity: float = 2.0, calibration: str | Sequence[str] = "tightest",
+               iterates: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``R`` independent runs of GPOPE (Xie et al. 2019, Algorithm 1) on prepared data, in
     one loop: run ``r`` works on data set ``datasets[r]`` with the constant step
     ``step_sizes[r]``, ``N`` iterations, clipping bound ``clip`` and the noise calibrated for
     ``(eps[r], delta, N, m)`` by ``calibration`` (as in :func:`gpope`; one name for every run,
     or one per run), drawing from ``rngs[r]`` alone (so a run's bits do not depend on the
     other runs). ``eps[r] = inf`` is GTD2 (Eq. 2.3): neither clipped nor noised. Returns
-    ``(theta, w)``, each ``(R, n)``."""
+    ``(theta, w)``, each ``(R, n)``; with ``iterates``, every iterate of the descent, each
+    ``(R, N + 1, n)`` (the start ``0`` first, the release last; the same draws and bits), from
+    which a white-box auditor recovers each released noisy gradient ``(xi_{j-1} - xi_j) /
+    beta``."""
     if not isinstance(prepared, Prepared):
         raise ValueError(f"prepared must come from prepare(), got {type(prepared).__name__}")
     datasets = require_array("datasets", datasets, ndim=1)
@@ -496,11 +506,14 @@ def gpope_runs(prepared: Prepared, datasets, step_sizes, n_iterations: int, clip
     names = [calibration] * runs if isinstance(calibration, str) else list(calibration)
     if len(names) != runs:
         raise ValueError(f"calibration must be one name or {runs} names, got {len(names)}")
-    sigmas = np.array([0.0 if np.isinf(e) else
-                       calibrated_sigma(name, float(e), delta, n_iterations, prepared.m,
-                                        sensitivity) for e, name in zip(levels, names)])
+    settings = list(zip(levels.tolist(), names))
+    calibrated = {(e, name): 0.0 if math.isinf(e) else  # once per setting, not per run
+                  calibrated_sigma(name, e, delta, n_iterations, prepared.m, sensitivity)
+                  for e, name in dict.fromkeys(settings)}
+    sigmas = np.array([calibrated[setting] for setting in settings])
     clips = np.where(np.isinf(levels), np.inf, h)
     n = prepared.n_features
     xi = _descend(prepared, datasets.astype(np.int64), np.ones(n_iterations), steps, clips,
-                  sigmas, _generators(rngs, runs, "run"), np.zeros((runs, 2 * n)))
-    return xi[:, :n], xi[:, n:]
+                  sigmas, _generators(rngs, runs, "run"), np.zeros((runs, 2 * n)),
+                  bool(iterates))
+    return xi[..., :n], xi[..., n:]
