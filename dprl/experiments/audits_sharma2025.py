@@ -383,5 +383,5 @@ def _dp_sgd_audit(name: str, p: float, root_seed: int, edge_high: float, runs: i
         sampled=(f"dprl.sharma2025.dp_sgd.{function}",))
 
 
-DP_SGD = _dp_sgd_audit("dp-sgd", 1.0, 1712, 8.0, 3000, 100)
+DP_SGD = _dp_sgd_audit("dp-sgd", 1.0, 1712, 8.0, 1000, 100)
 SELECTIVE = _dp_sgd_audit("selective", 0.5, 1713, 12.0, 1000, 300)
