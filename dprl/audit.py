@@ -176,6 +176,31 @@ class Bound:
     fnr_high: float
 
 
+def _gdp_mus(curve: TradeOff, confidence: float) -> np.ndarray:
+    """``Phi^{-1}(1 - FPR_high) - Phi^{-1}(FNR_high)`` at every threshold of ``curve``."""
+    fpr_high = clopper_pearson(curve.false_positives, curve.n_null, confidence)[1]
+    fnr_high = clopper_pearson(curve.false_negatives, curve.n_alternative, confidence)[1]
+    with np.errstate(invalid="ignore"):
+        mus = special.ndtri(1 - fpr_high) - special.ndtri(fnr_high)
+    return np.where(np.isnan(mus), -np.inf, mus)
+
+
+def gdp_mu_lower_bound(selection: TradeOff, evaluation: TradeOff,
+                       confidence: float = 0.95) -> float:
+    """A lower bound on ``mu``, at ``confidence``, for a pair *assumed* to have the
+    mu-Gaussian-DP trade-off ``G_mu`` (Dong, Roth & Su 2022, Def. 2.7; the GDP fit of Nasr et
+    al. 2023): every test of such a pair has ``FNR >= G_mu(FPR)``, i.e. ``mu >= Phi^{-1}(1 -
+    FPR) - Phi^{-1}(FNR)``, and the rates' Clopper-Pearson upper ends (union bound) make the
+    right-hand side smaller. The threshold with the largest value on ``selection`` is
+    evaluated on ``evaluation``, as in :func:`held_out_lower_bound`. 0 where negative; no
+    bound at all when the assumption fails."""
+    confidence = _require_confidence(confidence)
+    if not np.array_equal(selection.thresholds, evaluation.thresholds):
+        raise ValueError("selection and evaluation must share their thresholds")
+    index = int(np.argmax(_gdp_mus(selection, confidence)))
+    return float(max(_gdp_mus(evaluation, confidence)[index], 0.0))
+
+
 def _bounds(curve: TradeOff, delta: float, confidence: float) -> np.ndarray:
     """(2, thresholds) lower bounds of both directions from the rates' upper bounds."""
     fpr_high = clopper_pearson(curve.false_positives, curve.n_null, confidence)[1]

@@ -160,3 +160,18 @@ def test_simultaneous_band_covers_every_rate_at_once():
         covered += bool(np.all((fpr_low <= exact_fpr) & (exact_fpr <= fpr_high)
                                & (fnr_low <= exact_fnr) & (exact_fnr <= fnr_high)))
     assert covered >= 0.95 * 200
+
+
+def test_gdp_mu_lower_bound_covers_and_approaches_the_gaussian_pairs_mu():
+    """Repeats of a Gaussian audit (N(0, 1) against N(mu, 1)): the fitted lower bound stays at
+    or below mu in at least 95% of repeats, and within 10% of it with 5 x 10^4 runs."""
+    mu, edges, rng = 1.5, np.linspace(-4, 6, 201), np.random.default_rng(22)
+    fits = []
+    for _ in range(100):
+        curves = [audit.trade_off(rng.normal(0.0, 1.0, 50_000), rng.normal(mu, 1.0, 50_000),
+                                  edges) for _ in range(2)]
+        fits.append(audit.gdp_mu_lower_bound(*curves))
+    fits = np.array(fits)
+    assert np.mean(fits <= mu) >= 0.95 and np.median(fits) > 0.9 * mu
+    with pytest.raises(ValueError, match="thresholds"):
+        audit.gdp_mu_lower_bound(curves[0], audit.trade_off([0.0], [1.0], edges[:5]))

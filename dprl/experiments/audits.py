@@ -33,8 +33,9 @@ from functools import singledispatch
 import numpy as np
 
 from dprl import mechanisms
-from dprl.audit import (Bound, dp_reachable_bound, gdp_reachable_bound, histogram,
-                        pilot_lower_bound, privacy_loss_delta)
+from dprl.audit import (Bound, TradeOff, dp_reachable_bound, gdp_mu_lower_bound,
+                        gdp_reachable_bound, histogram, pilot_lower_bound, privacy_loss_delta,
+                        trade_off_from_histograms)
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon, laplace_scale
 from dprl.validation import require_int
@@ -78,6 +79,15 @@ class AuditConfig(TrialConfig):
     def evaluation_runs(self) -> int:
         """Runs per world that evaluate the pilot's test."""
         return self.runs_per_trial * (self.n_trials - self.pilot_trials)
+
+
+def pilot_and_evaluation(config: AuditConfig, arrays: dict[str, np.ndarray]
+                         ) -> tuple[TradeOff, TradeOff]:
+    """The trade-off curves of the pilot's trials and of the evaluation trials."""
+    pilot = config.pilot_trials
+    return tuple(trade_off_from_histograms(arrays["null_counts"][part],
+                                           arrays["alternative_counts"][part], config.edges)
+                 for part in (slice(None, pilot), slice(pilot, None)))
 
 
 def audited_bound(config: AuditConfig, arrays: dict[str, np.ndarray],
@@ -141,7 +151,8 @@ class AuditRow:
     """One audit read against what it can show: the held-out ``bound``, the ``claimed`` eps,
     the audited pair's exact eps, the accountant's eps for the mechanism, the best bound the
     design can reach on the pair (``reachable``) and on a pair leaking twice as much in the
-    most distinguishable shape (``reachable_if_doubled``)."""
+    most distinguishable shape (``reachable_if_doubled``); where the pair is Gaussian, the
+    95 % lower bound on its mu from the GDP fit (``gdp_mu_bound``, None otherwise)."""
 
     experiment: str
     sampled: tuple[str, ...]
@@ -152,6 +163,15 @@ class AuditRow:
     reachable: float
     reachable_if_doubled: float
     bound: Bound
+    gdp_mu_bound: float | None = None
+
+    @property
+    def gdp_eps_bound(self) -> float | None:
+        """The eps at delta that the fitted mu implies (the Gaussian mechanism's exact
+        profile): a lower bound on eps if the pair is Gaussian, as assumed."""
+        if self.gdp_mu_bound is None:
+            return None
+        return gaussian_epsilon(self.delta, self.gdp_mu_bound, 1.0) if self.gdp_mu_bound else 0.0
 
     @property
     def violation(self) -> bool:
@@ -183,11 +203,14 @@ def audit_row(experiment_id: str, config: AuditConfig, arrays: dict[str, np.ndar
     def reach(eps: float) -> float:
         return dp_reachable_bound(min(eps, _EPS_RESOLVED), config.delta, n, n, confidence)
 
-    reachable = (gdp_reachable_bound(mu, config.delta, n, n, confidence) if mu is not None
-                 else reach(pair))
+    if mu is None:
+        reachable, mu_bound = reach(pair), None
+    else:
+        reachable = gdp_reachable_bound(mu, config.delta, n, n, confidence)
+        mu_bound = gdp_mu_lower_bound(*pilot_and_evaluation(config, arrays), confidence)
     return AuditRow(experiment_id, SAMPLED[experiment_id], config.eps, config.delta, pair,
                     accountant_epsilon(config), reachable, reach(2 * pair),
-                    audited_bound(config, arrays, confidence))
+                    audited_bound(config, arrays, confidence), mu_bound)
 
 
 def _histogram_trials(config: AuditConfig, rngs: Sequence[np.random.Generator],
