@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -57,6 +58,10 @@ from dprl.one_run_audit import correct_guesses, epsilon_lower_bound, guesses
 from dprl.seeding import named_stream
 from dprl.sharma2025.accounting import ACCOUNTANTS, dp_sgd_epsilon, noise_for_budget
 from dprl.validation import require_int, require_positive, require_probability
+
+if TYPE_CHECKING:  # torch loads only where a run computes
+    from dprl.sharma2025.offline_rl import OfflineLearner, Transitions
+    from dprl.sharma2025.qnetworks import QNetwork
 
 #: CartPole's observation size and number of actions (Gymnasium's CartPole-v1).
 CARTPOLE_FEATURES, CARTPOLE_ACTIONS = 4, 2
@@ -205,7 +210,8 @@ def audit_pool(config: OneRunAuditConfig, included: np.ndarray, rng: np.random.G
             _transitions(canaries))
 
 
-def canary_directions(learner, target, canaries):
+def canary_directions(learner: OfflineLearner, target: QNetwork,
+                      canaries: Transitions) -> list[tuple]:
     """Per linear layer of ``learner``, ``(layer, x, delta / |g|)``: the layer's inputs ``x``
     for every canary and the gradients ``delta`` of the canary's loss at the layer's outputs,
     scaled by ``1 / |g_i|`` (``|g_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1)``), so that
@@ -213,10 +219,10 @@ def canary_directions(learner, target, canaries):
     identity of :mod:`dprl.sharma2025.dp_sgd`)."""
     import torch
 
-    from dprl.sharma2025.dp_sgd import _LayerTape, linear_layers
+    from dprl.sharma2025.dp_sgd import LayerTape, linear_layers
 
     layers = linear_layers(learner)
-    tape = _LayerTape(layers)
+    tape = LayerTape(layers)
     try:
         losses = learner.per_example_losses(canaries, target)
     finally:

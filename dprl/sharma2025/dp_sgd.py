@@ -82,7 +82,7 @@ def linear_layers(module: nn.Module) -> list[nn.Linear]:
     return layers
 
 
-class _LayerTape:
+class LayerTape:
     """Forward hooks that record each linear layer's input and output while gradients are
     on; a layer may run only once per recording (one input vector per example)."""
 
@@ -126,7 +126,7 @@ def clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
     ``loss_i`` must depend on example ``i`` only (no batch statistics)."""
     clip = require_positive("clip", clip)
     layers = linear_layers(module)
-    tape = _LayerTape(layers)
+    tape = LayerTape(layers)
     try:
         losses = _per_example_losses(module, inputs)
     finally:
