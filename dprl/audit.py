@@ -178,8 +178,7 @@ class Bound:
 
 def _gdp_mus(curve: TradeOff, confidence: float) -> np.ndarray:
     """``Phi^{-1}(1 - FPR_high) - Phi^{-1}(FNR_high)`` at every threshold of ``curve``."""
-    fpr_high = clopper_pearson(curve.false_positives, curve.n_null, confidence)[1]
-    fnr_high = clopper_pearson(curve.false_negatives, curve.n_alternative, confidence)[1]
+    fpr_high, fnr_high = _upper_rates(curve, confidence)
     with np.errstate(invalid="ignore"):
         mus = special.ndtri(1 - fpr_high) - special.ndtri(fnr_high)
     return np.where(np.isnan(mus), -np.inf, mus)
@@ -195,17 +194,25 @@ def gdp_mu_lower_bound(selection: TradeOff, evaluation: TradeOff,
     evaluated on ``evaluation``, as in :func:`held_out_lower_bound`. 0 where negative; no
     bound at all when the assumption fails."""
     confidence = _require_confidence(confidence)
-    if not np.array_equal(selection.thresholds, evaluation.thresholds):
-        raise ValueError("selection and evaluation must share their thresholds")
+    _require_same_thresholds(selection, evaluation)
     index = int(np.argmax(_gdp_mus(selection, confidence)))
     return float(max(_gdp_mus(evaluation, confidence)[index], 0.0))
 
 
+def _upper_rates(curve: TradeOff, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The Clopper-Pearson upper ends of FPR and FNR at every threshold of ``curve``."""
+    return (clopper_pearson(curve.false_positives, curve.n_null, confidence)[1],
+            clopper_pearson(curve.false_negatives, curve.n_alternative, confidence)[1])
+
+
+def _require_same_thresholds(selection: TradeOff, evaluation: TradeOff) -> None:
+    if not np.array_equal(selection.thresholds, evaluation.thresholds):
+        raise ValueError("selection and evaluation must share their thresholds")
+
+
 def _bounds(curve: TradeOff, delta: float, confidence: float) -> np.ndarray:
     """(2, thresholds) lower bounds of both directions from the rates' upper bounds."""
-    fpr_high = clopper_pearson(curve.false_positives, curve.n_null, confidence)[1]
-    fnr_high = clopper_pearson(curve.false_negatives, curve.n_alternative, confidence)[1]
-    return np.stack(epsilon_bounds(fpr_high, fnr_high, delta))
+    return np.stack(epsilon_bounds(*_upper_rates(curve, confidence), delta))
 
 
 def _bound_at(curve: TradeOff, delta: float, confidence: float, index: int,
@@ -243,16 +250,15 @@ def held_out_lower_bound(selection: TradeOff, evaluation: TradeOff, delta: float
     that holds with probability >= ``confidence`` (the test is fixed before the evaluation
     runs are seen; union bound over the two rates)."""
     delta, confidence = _require_audit_delta(delta), _require_confidence(confidence)
-    if not np.array_equal(selection.thresholds, evaluation.thresholds):
-        raise ValueError("selection and evaluation must share their thresholds")
+    _require_same_thresholds(selection, evaluation)
     direction, index = _best(selection, delta, confidence)
     return _bound_at(evaluation, delta, confidence, index, direction)
 
 
-def pilot_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edges: ArrayLike,
-                      delta: float, pilot_trials: int, confidence: float = 0.95) -> Bound:
-    """:func:`held_out_lower_bound` from per-trial histograms ``(trials, len(edges) + 1)``: the
-    first ``pilot_trials`` trials (the pilot) select the test, the others evaluate it."""
+def pilot_curves(null_counts: ArrayLike, alternative_counts: ArrayLike, edges: ArrayLike,
+                 pilot_trials: int) -> tuple[TradeOff, TradeOff]:
+    """The trade-off curves of the pilot (the first ``pilot_trials`` trials of per-trial
+    histograms ``(trials, len(edges) + 1)``) and of the other trials, which evaluate."""
     null_counts = require_array("null_counts", null_counts, ndim=2)
     alternative_counts = require_array("alternative_counts", alternative_counts, ndim=2)
     pilot = require_int("pilot_trials", pilot_trials)
@@ -260,10 +266,16 @@ def pilot_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edg
         raise ValueError(f"null_counts and alternative_counts need the same number of trials, "
                          f"more than pilot_trials = {pilot}, got {null_counts.shape[0]} and "
                          f"{alternative_counts.shape[0]}")
-    selection, evaluation = (trade_off_from_histograms(null_counts[part],
-                                                       alternative_counts[part], edges)
-                             for part in (slice(None, pilot), slice(pilot, None)))
-    return held_out_lower_bound(selection, evaluation, delta, confidence)
+    return tuple(trade_off_from_histograms(null_counts[part], alternative_counts[part], edges)
+                 for part in (slice(None, pilot), slice(pilot, None)))
+
+
+def pilot_lower_bound(null_counts: ArrayLike, alternative_counts: ArrayLike, edges: ArrayLike,
+                      delta: float, pilot_trials: int, confidence: float = 0.95) -> Bound:
+    """:func:`held_out_lower_bound` of the :func:`pilot_curves`: the pilot selects the test,
+    the other trials evaluate it."""
+    return held_out_lower_bound(*pilot_curves(null_counts, alternative_counts, edges,
+                                              pilot_trials), delta, confidence)
 
 
 def privacy_loss_delta(alternative_counts: ArrayLike, losses: ArrayLike,

@@ -171,3 +171,47 @@ def _self_compose(pmf: pld_pmf.PLDPmf, steps: int) -> pld_pmf.PLDPmf:
     if _goes_dense(pmf, steps):
         pmf = pmf.to_dense_pmf()
     return pmf.self_compose(steps, _TAIL_MASS)
+
+
+def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
+                     compositions: int, delta: float, *, pessimistic: bool = True,
+                     discretization: float = _DISCRETIZATION) -> float:
+    """eps at ``delta`` of ``compositions`` independent uses of a mechanism whose outputs on
+    two neighbours have the probability mass functions ``a`` and ``b`` (log probabilities by
+    outcome), both orders (the larger eps): dp-accounting's PLD of two PMFs, self-composed.
+    ``pessimistic=False`` rounds the privacy loss down (a lower bound on eps)."""
+    return max(float(pld_lib.from_two_probability_mass_functions(
+        lower, upper, pessimistic_estimate=pessimistic,
+        value_discretization_interval=discretization, symmetric=False)
+        .self_compose(require_int("compositions", compositions))
+        .get_epsilon_for_delta(require_delta(delta)))
+        for lower, upper in ((log_pmf_a, log_pmf_b), (log_pmf_b, log_pmf_a)))
+
+
+def _with_idle_steps(pmf: pld_pmf.PLDPmf, p: float) -> pld_pmf.DensePLDPmf:
+    """The privacy loss distribution of a step that is ``pmf``'s with probability ``p`` and
+    an idle one (loss 0: a visible coin and a noiseless step on public data) otherwise."""
+    dense = pmf.to_dense_pmf()
+    probs = p * dense._probs
+    zero = -dense._lower_loss
+    if not 0 <= zero < len(probs):
+        raise ValueError("the step's privacy loss grid must contain 0")
+    probs[zero] += 1 - p
+    return pld_pmf.DensePLDPmf(dense._discretization, dense._lower_loss, probs,
+                               p * dense._infinity_mass, dense._pessimistic_estimate)
+
+
+def poisson_gaussian_or_idle_epsilon(noise_multiplier: float, sampling_rate: float,
+                                     steps: int, p: float, delta: float) -> float:
+    """eps at ``delta`` of ``steps`` steps each of which is, with probability ``p`` and
+    visibly, a Poisson-subsampled Gaussian step (one step of
+    :func:`poisson_gaussian_epsilon`) and otherwise idle: the PLD of that mixture,
+    self-composed, so ``delta(eps) = sum_k P(K = k) delta_k(eps)``, ``K ~ Binomial(steps,
+    p)``. Sharma et al. (2025)'s Alg. 3 as a white-box auditor sees it (its coins visible);
+    ``p = 1``: Alg. 4."""
+    p = require_probability("p", p, open_low=True)
+    pmfs = _step_pmfs(require_positive("noise_multiplier", noise_multiplier),
+                      require_probability("sampling_rate", sampling_rate, open_low=True))
+    composed = pld_lib.PrivacyLossDistribution(*(
+        _self_compose(_with_idle_steps(pmf, p), require_int("steps", steps)) for pmf in pmfs))
+    return float(composed.get_epsilon_for_delta(delta))

@@ -6,7 +6,7 @@ null) and ``D'`` (the alternative), scores every run with the attack's statistic
 point to ``D'``) and stores its histograms over the config's ``edges``. The first
 ``pilot_trials`` trials (streams of their own) are the *pilot*: they choose the test
 (threshold and direction); the other trials evaluate it, so the bound of
-:func:`dprl.audit.pilot_lower_bound` holds at 95 % confidence and nearly all runs serve it.
+:func:`dprl.audit.held_out_lower_bound` holds at 95 % confidence and nearly all runs serve it.
 
 :func:`audit_row` puts beside the bound what it must be read against: the claim, the exact eps
 of the audited pair (:func:`pair_epsilon`), the tightest accountant's eps for the mechanism as
@@ -34,8 +34,8 @@ import numpy as np
 
 from dprl import mechanisms
 from dprl.audit import (Bound, TradeOff, dp_reachable_bound, gdp_mu_lower_bound,
-                        gdp_reachable_bound, histogram, pilot_lower_bound, privacy_loss_delta,
-                        trade_off_from_histograms)
+                        gdp_reachable_bound, held_out_lower_bound, histogram, pilot_curves,
+                        privacy_loss_delta)
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon, laplace_scale
 from dprl.validation import require_int
@@ -83,19 +83,18 @@ class AuditConfig(TrialConfig):
 
 def pilot_and_evaluation(config: AuditConfig, arrays: dict[str, np.ndarray]
                          ) -> tuple[TradeOff, TradeOff]:
-    """The trade-off curves of the pilot's trials and of the evaluation trials."""
-    pilot = config.pilot_trials
-    return tuple(trade_off_from_histograms(arrays["null_counts"][part],
-                                           arrays["alternative_counts"][part], config.edges)
-                 for part in (slice(None, pilot), slice(pilot, None)))
+    """The trade-off curves of the pilot's trials and of the evaluation trials
+    (:func:`dprl.audit.pilot_curves`)."""
+    return pilot_curves(arrays["null_counts"], arrays["alternative_counts"], config.edges,
+                        config.pilot_trials)
 
 
 def audited_bound(config: AuditConfig, arrays: dict[str, np.ndarray],
                   confidence: float = 0.95) -> Bound:
     """The lower bound on eps at the config's delta: the test with the largest bound on the
-    pilot's trials, evaluated on the other trials (:func:`dprl.audit.pilot_lower_bound`)."""
-    return pilot_lower_bound(arrays["null_counts"], arrays["alternative_counts"], config.edges,
-                             config.delta, config.pilot_trials, confidence)
+    pilot's trials, evaluated on the other trials (:func:`dprl.audit.held_out_lower_bound`)."""
+    return held_out_lower_bound(*pilot_and_evaluation(config, arrays), config.delta,
+                                confidence)
 
 
 @singledispatch
@@ -199,6 +198,7 @@ def audit_row(experiment_id: str, config: AuditConfig, arrays: dict[str, np.ndar
     n = config.evaluation_runs
     pair = pair_epsilon(config)
     mu = exact_gdp_mu(config)
+    curves = pilot_and_evaluation(config, arrays)
 
     def reach(eps: float) -> float:
         return dp_reachable_bound(min(eps, _EPS_RESOLVED), config.delta, n, n, confidence)
@@ -207,10 +207,10 @@ def audit_row(experiment_id: str, config: AuditConfig, arrays: dict[str, np.ndar
         reachable, mu_bound = reach(pair), None
     else:
         reachable = gdp_reachable_bound(mu, config.delta, n, n, confidence)
-        mu_bound = gdp_mu_lower_bound(*pilot_and_evaluation(config, arrays), confidence)
+        mu_bound = gdp_mu_lower_bound(*curves, confidence)
     return AuditRow(experiment_id, SAMPLED[experiment_id], config.eps, config.delta, pair,
                     accountant_epsilon(config), reachable, reach(2 * pair),
-                    audited_bound(config, arrays, confidence), mu_bound)
+                    held_out_lower_bound(*curves, config.delta, confidence), mu_bound)
 
 
 def _histogram_trials(config: AuditConfig, rngs: Sequence[np.random.Generator],

@@ -65,10 +65,8 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from dprl.accounting import pld as pld_module
+from dprl.accounting.pld import pmf_pair_epsilon, poisson_gaussian_or_idle_epsilon
 from dprl.experiments.audits import (AuditConfig, Statistics, _register, accountant_epsilon,
                                      exact_gdp_mu, pair_epsilon, statistic_losses)
 from dprl.sharma2025 import privacy as pv
@@ -193,22 +191,13 @@ def release_statistics(config: ReleaseAuditConfig, rng: np.random.Generator) -> 
     return tuple(np.array(world) for world in zip(*runs))
 
 
-def _pmf_epsilon(lower: np.ndarray, upper: np.ndarray, compositions: int, delta: float) -> float:
-    """eps at ``delta`` of ``compositions`` independent rounds of the pair (both orders):
-    dp-accounting's PLD of two probability mass functions, self-composed."""
-    def log_pmf(p: np.ndarray) -> dict[int, float]:
-        return {i: math.log(v) for i, v in enumerate(p) if v > 0}
-
-    return max(float(pld_lib.from_two_probability_mass_functions(log_pmf(a), log_pmf(b))
-                     .self_compose(compositions).get_epsilon_for_delta(delta))
-               for a, b in ((lower, upper), (upper, lower)))
-
-
 @pair_epsilon.register
 def _(config: ReleaseAuditConfig) -> float:
     """The ``T``-fold composition of the one-round pair (the rounds are i.i.d. in both
-    worlds: module docstring), by :func:`_pmf_epsilon`."""
-    return _pmf_epsilon(*release_distributions(config), config.n_queries, config.delta)
+    worlds: module docstring), by :func:`~dprl.accounting.pld.pmf_pair_epsilon`."""
+    return pmf_pair_epsilon(*({i: math.log(v) for i, v in enumerate(p) if v > 0}
+                              for p in release_distributions(config)),
+                            config.n_queries, config.delta)
 
 
 @accountant_epsilon.register
@@ -300,40 +289,11 @@ def _(config: DPSGDAuditConfig) -> float:
                           config.delta / 2, config.accountant)
 
 
-def _with_idle_steps(pmf: pld_pmf.PLDPmf, p: float) -> pld_pmf.DensePLDPmf:
-    """The privacy loss distribution of a step that is ``pmf``'s with probability ``p`` and
-    an idle one (loss 0: a visible coin and a noiseless step on public data) otherwise."""
-    dense = pmf.to_dense_pmf()
-    probs = p * dense._probs
-    zero = -dense._lower_loss
-    if not 0 <= zero < len(probs):
-        raise ValueError("the step's privacy loss grid must contain 0")
-    probs[zero] += 1 - p
-    return pld_pmf.DensePLDPmf(dense._discretization, dense._lower_loss, probs,
-                               p * dense._infinity_mass, dense._pessimistic_estimate)
-
-
-def visible_coin_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, p: float,
-                         delta: float) -> float:
-    """eps at ``delta`` of ``steps`` Alg. 3 steps with visible coins: the PLD of a step that
-    is a Poisson-subsampled Gaussian step (dp-accounting's, as
-    :func:`~dprl.accounting.pld.poisson_gaussian_epsilon` builds it) with probability ``p``
-    and idle otherwise, self-composed; ``delta(eps) = sum_k P(K = k) delta_k(eps)``, ``K ~
-    Binomial(steps, p)``. ``p = 1``: the accountant's eps."""
-    p = require_probability("p", p, open_low=True)
-    pmfs = pld_module._step_pmfs(require_positive("noise_multiplier", noise_multiplier),
-                                 require_probability("sampling_rate", sampling_rate,
-                                                     open_low=True))
-    composed = pld_lib.PrivacyLossDistribution(*(
-        pld_module._self_compose(_with_idle_steps(pmf, p), require_int("steps", steps))
-        for pmf in pmfs))
-    return float(composed.get_epsilon_for_delta(delta))
-
-
 @pair_epsilon.register
 def _(config: DPSGDAuditConfig) -> float:
-    """The audited pair's exact eps (module docstring): :func:`visible_coin_epsilon`."""
-    return visible_coin_epsilon(config.noise_multiplier, config.sampling_rate, config.n_steps,
+    """The audited pair's exact eps (module docstring):
+    :func:`~dprl.accounting.pld.poisson_gaussian_or_idle_epsilon`."""
+    return poisson_gaussian_or_idle_epsilon(config.noise_multiplier, config.sampling_rate, config.n_steps,
                                 config.p, config.delta)
 
 

@@ -42,7 +42,7 @@ from dprl.experiments.audits import (AuditConfig, Statistics, _register, account
 from dprl.features import tabular_features
 from dprl.seeding import named_stream
 from dprl.validation import require_positive
-from dprl.xie2019.gpope import Prepared, prepare
+from dprl.xie2019.gpope import Prepared, clip_gradients, prepare
 from dprl.xie2019.privacy import CALIBRATIONS, calibrated_sigma, tightest_epsilon
 
 #: the three-state chain whose episode ``0 -> 1 -> 2`` is ``tau`` (module docstring)
@@ -99,14 +99,14 @@ def clipped_gradients(config: GPOPEAuditConfig, prepared: Prepared, xi: np.ndarr
                       ) -> tuple[np.ndarray, np.ndarray]:
     """The clipped gradients ``clip_h(B)`` (Alg. 1, line 5; Eq. 4.1) of ``tau`` and of the
     canary ``tau'`` at the points ``xi = (theta, w)``, ``(R, 2n)`` each, by the package's
-    :meth:`~dprl.xie2019.gpope.Prepared.gradient`."""
+    :meth:`~dprl.xie2019.gpope.Prepared.gradient` and :func:`~dprl.xie2019.gpope.
+    clip_gradients`."""
     n, runs = prepared.n_features, xi.shape[0]
     clipped = []
     for dataset in (0, 1):  # trajectory 0 of D is tau, of D' the canary tau'
-        grad = prepared.gradient(np.full(runs, dataset), np.zeros(runs, dtype=np.int64),
-                                 xi[:, :n], xi[:, n:])
-        norms = np.sqrt((grad**2).sum(axis=-1))
-        clipped.append(grad / np.maximum(1.0, norms / config.clip)[:, None])
+        clipped.append(clip_gradients(prepared.gradient(
+            np.full(runs, dataset), np.zeros(runs, dtype=np.int64), xi[:, :n], xi[:, n:]),
+            config.clip))
     return clipped[0], clipped[1]
 
 

@@ -22,7 +22,6 @@ on its own core, and reading inputs and writing results costs nothing.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from dprl.experiments.plan import run_order
 from dprl.experiments.registry import get
-from dprl.experiments.runner import RESULTS_DIR, _batches, result_paths
+from dprl.experiments.runner import RESULTS_DIR, _batches, _sidecar, result_paths
 from dprl.tables import Table
 from dprl.validation import require_int, require_nonnegative
 
@@ -102,12 +101,11 @@ def task_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
 
 
 def _cpu_seconds_per_trial(experiment_id: str, results_dir: Path | str) -> float | None:
-    """The CPU seconds per trial a paper-scale sidecar records; None without a sidecar or a
-    finite ``cpu_time_s``."""
-    sidecar = result_paths(experiment_id, "paper", results_dir)[1]
-    if not sidecar.exists():
+    """The CPU seconds per trial a paper-scale sidecar records; None without a readable
+    sidecar or a finite ``cpu_time_s``."""
+    record = _sidecar(result_paths(experiment_id, "paper", results_dir)[1])
+    if record is None:
         return None
-    record = json.loads(sidecar.read_text())
     cpu = record.get("cpu_time_s")
     if cpu is None or not math.isfinite(cpu):
         return None

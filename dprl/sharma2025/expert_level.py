@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dp_accounting.pld.privacy_loss_distribution import from_two_probability_mass_functions
 from scipy.special import ndtr
 from scipy.stats import binom
 
+from dprl.accounting.pld import pmf_pair_epsilon
 from dprl.accounting.pld import poisson_gaussian_epsilon  # noqa: F401 (used by chapters)
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive,
                              require_probability)
@@ -58,9 +58,5 @@ def aligned_group_epsilon(noise_multiplier: float, sampling_rate: float, group_s
     log_q = dict(enumerate(np.log(gaussian[keep])))
     delta = require_delta(delta)
     steps = require_int("steps", steps)
-    eps = [from_two_probability_mass_functions(lower, upper, pessimistic_estimate=False,
-                                               value_discretization_interval=1e-5,
-                                               symmetric=False)
-           .self_compose(steps).get_epsilon_for_delta(delta)
-           for lower, upper in ((log_q, log_p), (log_p, log_q))]
-    return float(max(eps))
+    return pmf_pair_epsilon(log_q, log_p, steps, delta, pessimistic=False,
+                            discretization=1e-5)

@@ -368,6 +368,13 @@ def _generators(rngs, count: int, per: str = "data set") -> list[np.random.Gener
     return rngs
 
 
+def clip_gradients(grad: np.ndarray, clips) -> np.ndarray:
+    """``clip_h(B)`` (Alg. 1, line 5): each row of ``grad`` ``(R, 2n)`` scaled to norm at most
+    its clip ``h`` (a scalar, or one per row)."""
+    norms = np.sqrt((grad**2).sum(axis=-1))
+    return grad / np.maximum(1.0, norms / clips)[:, None]
+
+
 def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: np.ndarray,
              clips: np.ndarray | None, noise_scales: np.ndarray,
              rngs: Sequence[np.random.Generator], xi: np.ndarray,
@@ -392,8 +399,7 @@ def _descend(data: Prepared, datasets: np.ndarray, schedule: np.ndarray, steps: 
         for j in range(size):
             grad = data.gradient(datasets, picks[j], xi[:, :n], xi[:, n:])
             if clips is not None:
-                norms = np.sqrt((grad**2).sum(axis=-1))
-                grad = grad / np.maximum(1.0, norms / clips)[:, None]
+                grad = clip_gradients(grad, clips)
             if noise is not None:
                 grad = grad + amplitudes[:, None] * noise[j]
             xi = xi - (schedule[start + j] * steps)[:, None] * grad
