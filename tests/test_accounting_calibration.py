@@ -66,3 +66,14 @@ def test_target_met_everywhere_raises():
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_bisection_stops_at_adjacent_floats():
+    """A tolerance below the float spacing used to loop forever once the bracket's ends were
+    adjacent floats (hypothesis met such a case through analytic_gaussian_sigma); now it
+    stops there, at the feasible end."""
+    from dprl.accounting import smallest_sufficient_scale
+    threshold = 1.2345678901234567
+    result = smallest_sufficient_scale(lambda x: 0.0 if x >= threshold else 1.0, 0.5,
+                                       rtol=1e-20)
+    assert result >= threshold and np.nextafter(result, 0) < threshold

@@ -27,6 +27,8 @@ def smallest_sufficient_scale(fn: Callable[[float], float], target: float, *,
     lo, hi = _bracket(fn, target, initial)
     while hi > lo * (1 + rtol):
         mid = math.sqrt(lo * hi)
+        if mid in (lo, hi):  # adjacent floats: the bracket splits no further (looped forever)
+            break
         lo, hi = (lo, mid) if fn(mid) <= target else (mid, hi)
     return hi
 
