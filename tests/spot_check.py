@@ -32,7 +32,7 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
-                f"sharma2025-{env}-{kind}" for kind in ("training", "curves")
+                f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long")
                 for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
 
 
@@ -49,9 +49,10 @@ def family_results(family: str) -> list:
 #: per-trial time each sidecar records
 BUDGET_S = float(os.environ.get("DPRL_SPOT_BUDGET_S", 30.0))
 #: results recomputed only in sessions with DPRL_SPOT_HEAVY=1 (`make spot-check-heavy`): the
-#: largest-m extensions of Xie et al.'s experiments, 3-5 CPU minutes and up to ~10 GB a trial;
-#: CI checks that they are current
-HEAVY_RESULTS = ("xie2019-mountain-car-large", "xie2019-hiv-large")
+#: largest-m extensions of Xie et al.'s experiments, 3-5 CPU minutes and up to ~10 GB a trial,
+#: and Sharma et al.'s longer runs, 1-6 CPU minutes a trial; CI checks that they are current
+HEAVY_RESULTS = ("xie2019-mountain-car-large", "xie2019-hiv-large") + tuple(
+    f"sharma2025-{env}-long" for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
 HEAVY = os.environ.get("DPRL_SPOT_HEAVY") == "1"
 #: families whose runs need the environment's training data (:func:`has_data_cache`)
 NEEDS_DATA = ("sharma2025_training",)

@@ -197,3 +197,50 @@ def test_budgets_of_the_runs():
     assert st.run_budget("CartPole", st.Run("BCQ", "ours", 1e-3, 128, eps=2.5,
                                             split="three_quarters")) == (2.5 / 4, 1 / 30_000,
                                                                          None)
+
+
+def test_a_schedule_window_spreads_the_checkpoints_over_the_last_steps():
+    assert Schedule(99_608, checkpoints=10, eval_window=10_000).evaluated_at.tolist() == [
+        89_608 + 1000 * k for k in range(1, 11)]
+    assert Schedule(100, checkpoints=5).evaluated_at.tolist() == [20, 40, 60, 80, 100]
+    with pytest.raises(ValueError, match="eval_window must be <= steps"):
+        Schedule(100, checkpoints=2, eval_window=200)
+    with pytest.raises(ValueError, match="eval_window must be a multiple"):
+        Schedule(101, checkpoints=2, eval_window=51)
+
+
+def test_long_runs_bad_input_is_refused():
+    with pytest.raises(ValueError, match="steps"):
+        st.Run("CQL", "dpsgd", 1e-3, 64, eps=5.0, steps=0)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        st.Run("CQL", "dpsgd", 1e-3, 64, eps=5.0, noise_multiplier=-1.0)
+    with pytest.raises(ValueError, match="noise_multiplier is given only"):
+        st.Run("CQL", "nonprivate", 1e-3, 64, noise_multiplier=10.0)
+    with pytest.raises(ValueError, match="noise_multiplier is given only"):
+        st.Run("CQL", "dpsgd", 1e-3, 64, eps=5.0, noise_multiplier=10.0, steps=100)
+
+
+def test_paper_noise_runs_are_the_cells_whose_pld_step_count_is_at_most_1e5():
+    """The registry picks the cells by the RDP count; the PLD count (the paper's "until the
+    budget is spent") must pick the same ones, and the run's N is that PLD count."""
+    from dprl.sharma2025.accounting import TABLE3, steps_for_budget
+
+    chosen = {(env, r.algorithm) for env in st.LONG_FACTORS for r in st.paper_noise_runs(env)}
+    assert chosen == {("CartPole", "CQL"), ("CartPole", "BCQ"), ("HIV", "CQL")}
+    for row in TABLE3:
+        if row.eps == 5.0 and row.p == 1.0:
+            pld = steps_for_budget(5.0, 1 / 3000, row.noise_multiplier, row.batch_size / 3000)
+            assert (pld <= 100_000) == ((row.env, row.algorithm) in chosen), row
+    config = get("sharma2025-hiv-long").config("paper")
+    run = next(r for r in config.runs if r.noise_multiplier is not None)
+    assert st.run_steps(run, config, 5.0, 1 / 3000, 1.0) == steps_for_budget(
+        5.0, 1 / 3000, 10.0, 256 / 3000)
+
+
+def test_long_cap_runs_train_four_to_five_times_the_cap():
+    for env in ("Acrobot", "LunarLander", "HIV"):
+        runs = st.long_cap_runs(env)
+        assert {r.method for r in runs} == {"dpsgd", "ours"}
+        assert all(4 * st.STEPS[env] <= r.steps <= 5 * st.STEPS[env] for r in runs)
+    config = get("sharma2025-acrobot-long").config("paper")
+    assert config.schedule(80_000).evaluated_at[0] == 80_000 - 9000

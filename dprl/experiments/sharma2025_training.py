@@ -30,7 +30,7 @@ from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
 from dprl.sharma2025.release import appendix_b3_split
-from dprl.validation import require_probability
+from dprl.validation import require_int, require_positive, require_probability
 
 if TYPE_CHECKING:  # torch is imported where a run computes: listing experiments stays fast
     from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
@@ -54,7 +54,10 @@ class Run:
     """One training run: ``algorithm`` (CQL/BCQ), ``method`` (:data:`METHODS`), total
     ``eps`` (0 for non-private), ``split`` of ours (:data:`SPLITS`), Alg. 3's ``p``, the
     learning rate and batch size, the accounting ``reading`` of ours, the number of experts
-    ``m`` and the replicate ``seed`` (ours: the release trial it trains on)."""
+    ``m`` and the replicate ``seed`` (ours: the release trial it trains on). ``steps``
+    overrides the config's cap; a ``noise_multiplier`` (Table 3's ``s``) replaces the
+    calibrated one, and the run then trains "until the privacy budget is used up" (Sec. 6):
+    :func:`~dprl.sharma2025.accounting.steps_for_budget` steps at the paper's rate."""
 
     algorithm: str
     method: str
@@ -66,6 +69,8 @@ class Run:
     reading: str = "paper"
     m: int = 3000
     seed: int = 0
+    steps: int | None = None
+    noise_multiplier: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -75,6 +80,13 @@ class Run:
         require_probability("p", self.p)
         if self.method == "ours" and self.split == "three_quarters" and self.p != 1:
             raise ValueError("the three_quarters split is run with p = 1 only")
+        if self.steps is not None:
+            require_int("steps", self.steps)
+        if self.noise_multiplier is not None:
+            require_positive("noise_multiplier", self.noise_multiplier)
+            if self.method == "nonprivate" or self.reading != "paper" or self.steps is not None:
+                raise ValueError("noise_multiplier is given only to private runs of the paper's "
+                                 "reading without steps (their steps spend the budget)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -85,7 +97,8 @@ class TrainingConfig(TrialConfig):
     uses RDP, fast where PLD's discretisation is slow: large rates, little noise); the
     networks' products take the ``kernels`` path (:mod:`dprl.kernels`: ``"portable"``, the
     same bits on every x86-64-v3 CPU; ``"vendor"``, torch's MKL, for results made before
-    issue 27 until they are regenerated)."""
+    issue 27 until they are regenerated); ``eval_window``: the checkpoints are spread over
+    the last steps of each run (:class:`~dprl.sharma2025.training.Schedule`)."""
 
     env: str
     runs: tuple[Run, ...]
@@ -96,6 +109,7 @@ class TrainingConfig(TrialConfig):
     target_every: int = 100
     checkpoints: int = 5
     eval_episodes: int = 10
+    eval_window: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -105,11 +119,12 @@ class TrainingConfig(TrialConfig):
             raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
         require_kernels(self.kernels)
 
-    @property
-    def schedule(self) -> Schedule:
+    def schedule(self, steps: int | None = None) -> Schedule:
+        """The schedule of a run of ``steps`` steps (default: the config's cap)."""
         from dprl.sharma2025.training import Schedule
 
-        return Schedule(self.steps, self.target_every, self.checkpoints, self.eval_episodes)
+        return Schedule(self.steps if steps is None else steps, self.target_every,
+                        self.checkpoints, self.eval_episodes, self.eval_window)
 
 
 def _release_id(env: str) -> str:
@@ -174,6 +189,20 @@ def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
                                     ("queried_expert", "queried_trajectory", "prefix_length")))
 
 
+def run_steps(run: Run, config: TrainingConfig, eps2: float, delta2: float, p: float) -> int:
+    """The run's ``N``: its own ``steps`` or the config's cap; with Table 3's noise
+    multiplier, the steps that spend ``(eps2, delta2)`` at the paper's rate ``q = p b / m``
+    (:func:`~dprl.sharma2025.accounting.steps_for_budget`, the config's accountant), rounded
+    down to a multiple of the checkpoints where they span the whole run."""
+    if run.noise_multiplier is None:
+        return config.steps if run.steps is None else run.steps
+    from dprl.sharma2025.accounting import steps_for_budget
+
+    steps = steps_for_budget(eps2, delta2, run.noise_multiplier, p * run.batch_size / run.m,
+                             config.accountant)
+    return steps if config.eval_window else steps - steps % config.checkpoints
+
+
 def training_trials(config: TrainingConfig,
                     rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
     """Each trial's run (module docstring): the greedy policy's returns at every checkpoint,
@@ -200,15 +229,18 @@ def training_trials(config: TrainingConfig,
             eps2, delta2, cell = run_budget(config.env, run, config.release_scale)
             p = run.p if run.method == "ours" else 1.0
         stable, unstable = _datasets(config.env, run, data, cell, config.release_scale)
-        coins = draw_coins(config.steps, p, coin_rng)
+        steps = run_steps(run, config, eps2, delta2, p)
+        coins = draw_coins(steps, p, coin_rng)
         dp_steps = int(coins.sum())
-        s = (calibrated_noise(eps2, delta2, run.batch_size, run.m, p, config.steps, dp_steps,
-                              run.reading, config.accountant) if dp_steps else np.nan)
+        s = ((calibrated_noise(eps2, delta2, run.batch_size, run.m, p, steps, dp_steps,
+                               run.reading, config.accountant)
+              if run.noise_multiplier is None else run.noise_multiplier)
+             if dp_steps else np.nan)
         learner = make_learner(config.env, run.algorithm, generator, config.kernels)
         dp_config = DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s)
         outcome = train(learner, stable, unstable, coins, dp_config, run.learning_rate,
-                        config.schedule, config.env, generator, eval_rng)
-        visible = (selective_epsilon(s, run.batch_size, run.m, p, config.steps, delta2,
+                        config.schedule(steps), config.env, generator, eval_rng)
+        visible = (selective_epsilon(s, run.batch_size, run.m, p, steps, delta2,
                                      "visible_coins", dp_steps, config.accountant) if dp_steps else 0.0)
         values = (outcome.returns, random_policy_returns(config.env, config.eval_episodes,
                                                           eval_rng, action_rng),
@@ -375,3 +407,84 @@ ACROBOT_TRAINING = _training("Acrobot", figure3_runs("Acrobot") + figure4_runs()
 LUNARLANDER_TRAINING = _training("LunarLander", figure3_runs("LunarLander")
                                  + p_sweep_runs("LunarLander"), 73, STEPS["LunarLander"])
 HIV_TRAINING = _training("HIV", figure3_runs("HIV") + p_sweep_runs("HIV"), 83, STEPS["HIV"])
+
+
+# --- against the paper's scale: Table 3's noise until the budget is spent, longer caps ----
+
+#: How many times each environment's cap the longer runs train (issue 28: 4-5x).
+LONG_FACTORS = {"CartPole": 5, "Acrobot": 4, "LunarLander": 5, "HIV": 5}
+#: App. B.3's evaluation: checkpoints spread over the last 10 000 steps of a run.
+LAST_STEPS = 10_000
+
+
+def paper_noise_runs(env: str, seeds: Sequence[int] = SEEDS,
+                     max_steps: int = 100_000) -> list[Run]:
+    """The baseline (= ours where ``p = 1`` and ``eps1 = 0``) at Table 3's noise multiplier,
+    trained until eps2 is spent, in every ``eps = 5`` cell whose step count is at most
+    ``max_steps``: CartPole CQL and BCQ, HIV CQL (99 608, 99 194 and 24 780 steps by PLD,
+    :func:`~dprl.sharma2025.accounting.table3_budgets`). The cells are chosen by the RDP
+    count (milliseconds, so listing experiments stays fast; a test checks that the PLD
+    count chooses the same)."""
+    from dprl.sharma2025.accounting import steps_for_budget
+
+    runs = []
+    for algorithm in ("CQL", "BCQ"):
+        row = next((r for r in TABLE3 if (r.env, r.eps, r.algorithm) == (env, 5.0, algorithm)
+                    and _same_as_baseline(env, 5.0, r.p)), None)
+        if row is None or steps_for_budget(5.0, 1 / 3000, row.noise_multiplier,
+                                           row.batch_size / 3000, "rdp") > max_steps:
+            continue
+        runs += [Run(algorithm, "dpsgd", row.learning_rate, row.batch_size, eps=5.0, seed=s,
+                     noise_multiplier=row.noise_multiplier) for s in seeds]
+    return runs
+
+
+#: The cell of each environment trained at the longer cap (baseline and ours, calibrated to
+#: spend the budget in the longer run): CQL at eps = 10 (Fig. 4's cell on Acrobot), HIV's
+#: BCQ (its CQL eps = 10 row has p = 0, like Acrobot's).
+LONG_CELLS = {"CartPole": None, "Acrobot": ("CQL", 10.0), "LunarLander": ("CQL", 10.0),
+              "HIV": ("BCQ", 10.0)}
+
+
+def long_cap_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """:data:`LONG_CELLS`' baseline and ours at Table 3's ``p`` and :data:`LONG_FACTORS` times
+    the cap (CartPole: none; its :func:`paper_noise_runs` are already ~5x its cap)."""
+    if LONG_CELLS[env] is None:
+        return []
+    algorithm, eps = LONG_CELLS[env]
+    row = table3_row(env, eps, algorithm)
+    common = dict(learning_rate=row.learning_rate, batch_size=row.batch_size, eps=eps,
+                  steps=LONG_FACTORS[env] * STEPS[env])
+    return ([Run(algorithm, "dpsgd", seed=s, **common) for s in seeds]
+            + [Run(algorithm, "ours", split=ours_split(env, row.p), p=row.p, seed=s, **common)
+               for s in seeds])
+
+
+def _long(env: str, root_seed: int) -> Experiment:
+    """``sharma2025-<env>-long``: :func:`paper_noise_runs` and :func:`long_cap_runs`, each
+    evaluated at 10 checkpoints over its last :data:`LAST_STEPS` steps (App. B.3)."""
+    runs = tuple(paper_noise_runs(env) + long_cap_runs(env))
+    eps, m, split = get(_release_id(env)).configs["smoke"].cells[0]
+    smoke = (Run("CQL", "dpsgd", 1e-3, 4, eps=eps, m=m, noise_multiplier=2.0),
+             Run("CQL", "ours", 1e-3, 4, eps=eps, m=m, split=split,
+                 p=0.0 if env == "Acrobot" else 0.5, steps=200))
+    return register(Experiment(
+        id=f"sharma2025-{env.lower()}-long",
+        title=f"Sharma et al. (2025), Sec. 6: longer training, Table 3's noise until the "
+              f"budget is spent, {env}",
+        chapter="book/sharma2025/experiments.ipynb",
+        configs={"smoke": TrainingConfig(n_trials=len(smoke), root_seed=root_seed,
+                                         batch_size=1, env=env, runs=smoke, steps=100,
+                                         release_scale="smoke", accountant="rdp",
+                                         checkpoints=2, eval_episodes=2, eval_window=50),
+                 "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
+                                         batch_size=1, env=env, runs=runs, steps=STEPS[env],
+                                         checkpoints=10, eval_window=LAST_STEPS)},
+        run_trials=training_trials,
+        after=(f"sharma2025-{env.lower()}-experts", _release_id(env),
+               f"sharma2025-{env.lower()}-curves")))
+
+
+CARTPOLE_LONG, ACROBOT_LONG, LUNARLANDER_LONG, HIV_LONG = (
+    _long(env, seed) for env, seed in (("CartPole", 55), ("Acrobot", 65),
+                                       ("LunarLander", 75), ("HIV", 85)))

@@ -72,24 +72,35 @@ def make_learner(env: str, algorithm: str, generator: torch.Generator,
 @dataclass(frozen=True)
 class Schedule:
     """``steps`` (Alg. 3's ``N``), hard target copies every ``target_every`` steps,
-    ``checkpoints`` evaluations of ``eval_episodes`` episodes each."""
+    ``checkpoints`` evaluations of ``eval_episodes`` episodes each, evenly spaced over the
+    whole run or, with ``eval_window``, over its last ``eval_window`` steps (App. B.3: "10
+    evaluation runs spaced over the last 10000 steps of training")."""
 
     steps: int
     target_every: int = 100
     checkpoints: int = 5
     eval_episodes: int = 10
+    eval_window: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("steps", "target_every", "checkpoints", "eval_episodes"):
             require_int(name, getattr(self, name))
-        if self.steps % self.checkpoints:
-            raise ValueError(f"steps must be a multiple of checkpoints = {self.checkpoints}")
+        window = self.steps if self.eval_window is None else require_int(
+            "eval_window", self.eval_window)
+        if window > self.steps:
+            raise ValueError(f"eval_window must be <= steps = {self.steps}, got {window}")
+        if window % self.checkpoints:
+            raise ValueError(f"{'steps' if self.eval_window is None else 'eval_window'} must "
+                             f"be a multiple of checkpoints = {self.checkpoints}")
 
     @property
     def evaluated_at(self) -> np.ndarray:
-        """The steps after which the policy is evaluated, ``(checkpoints,)``."""
-        every = self.steps // self.checkpoints
-        return np.arange(every, self.steps + 1, every)
+        """The steps after which the policy is evaluated, ``(checkpoints,)``: every
+        ``window / checkpoints`` steps up to the last, ``window`` the run or its
+        ``eval_window``."""
+        window = self.steps if self.eval_window is None else self.eval_window
+        every = window // self.checkpoints
+        return np.arange(self.steps - window + every, self.steps + 1, every)
 
 
 def draw_coins(steps: int, p: float, rng: np.random.Generator) -> np.ndarray:
