@@ -24,7 +24,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from dprl.envs import ChainMDP, Trajectories
-from dprl.validation import (initial_vectors, require_array, require_int,
+from dprl.validation import (initial_vectors, require_array, require_choice, require_int,
                              require_nonnegative, require_probability)
 
 NORMALISATIONS = ("transitions", "trajectories")
@@ -48,9 +48,7 @@ def _features(features) -> np.ndarray:
 
 
 def _normalisation(normalisation: str) -> str:
-    if normalisation not in NORMALISATIONS:
-        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
-    return normalisation
+    return require_choice("normalisation", normalisation, NORMALISATIONS)
 
 
 def first_visit_returns(trajectories: Trajectories, gamma: float,

@@ -7,7 +7,7 @@ condition it violates; nothing is clipped, dropped or coerced.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence, Set
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -67,6 +67,19 @@ def require_probability(name: str, value: float, *, open_low: bool = False,
     if not (low_ok and high_ok):
         interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
         raise ValueError(f"{name} must lie in {interval}, got {value}")
+    return value
+
+
+def require_choice(name: str, value: Hashable, choices: Collection) -> Hashable:
+    """``value`` if it is one of ``choices`` (a tuple in its order; a mapping's keys or a
+    set, sorted), else a ValueError listing them."""
+    try:
+        known = value in choices
+    except TypeError:                       # unhashable: not a valid key of a mapping or set
+        known = False
+    if not known:
+        shown = sorted(choices) if isinstance(choices, (Mapping, Set)) else tuple(choices)
+        raise ValueError(f"{name} must be one of {shown}, got {value!r}")
     return value
 
 

@@ -348,6 +348,14 @@ def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
     assert "<table" in table._repr_html_() and table.text().splitlines()[0].startswith("part")
 
 
+def test_each_result_belongs_to_its_part_and_extensions_make_their_own():
+    from dprl.experiments.report import part_of
+
+    assert part_of("sharma2025-cartpole-training") == "sharma2025"
+    assert part_of("sharma2025-hiv-long") == "sharma2025, longer runs"
+    assert part_of("audit-xie2019-paper") == "audit"
+
+
 def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, capsys):
     run("test-toy", "smoke", tmp_path, progress=False)
     sidecar = result_paths("test-toy", "smoke", tmp_path)[1]

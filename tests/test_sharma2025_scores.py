@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from dprl.sharma2025.scores import paired_gap, score_runs, scores_of, select
+from dprl.sharma2025.scores import (nonprivate_returns, paired_gap, score_runs, scores_of,
+                                    select, t_interval, window_return)
 
 
 def _runs():
@@ -99,3 +100,39 @@ def test_no_learner_means_the_smallest_cap():
     assert step_cap(curves, (5000, 20000)) == 5000
     with pytest.raises(ValueError, match="window"):
         learning_curves(_curve_runs({"CQL": flat}), at, window=0)
+
+
+def test_a_result_without_non_private_runs_is_scored_against_another_results():
+    runs, arrays = _runs()
+    reference = nonprivate_returns(score_runs(runs, arrays))
+    assert reference == {("CQL", 3000): 120.0}
+    private = {name: value[2:] for name, value in arrays.items()}
+    scored = score_runs(runs[2:], private, nonprivate=reference)
+    # the random policy is this result's own: 20 on every run
+    assert np.allclose(scores_of(scored, method="ours"), [0.5, 0.4])
+    with pytest.raises(ValueError, match="nonprivate must give"):
+        score_runs(runs[2:], private)
+
+
+def test_window_return_averages_the_checkpoints_of_the_last_steps():
+    curve, at = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([4000, 8000, 12000, 16000, 20000])
+    assert window_return(curve, at) == 4.0           # 12 000, 16 000 and 20 000
+    assert window_return(curve, at, window=20_000) == 3.0
+    assert window_return(curve, at, window=1) == 5.0
+    with pytest.raises(ValueError, match="window must be at most"):
+        window_return(curve, at, window=30_000)
+    with pytest.raises(ValueError, match="one entry per checkpoint"):
+        window_return(curve[:2], at)
+
+
+def test_t_interval_covers_the_mean_at_its_level():
+    mean, half = t_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.302653 * 1 / np.sqrt(3), rel=1e-6)
+    rng = np.random.default_rng(5)
+    samples = rng.normal(0.0, 1.0, size=(20_000, 3))
+    covered = [abs(m) <= h for m, h in map(t_interval, samples)]
+    assert abs(np.mean(covered) - 0.95) < 4 * np.sqrt(0.95 * 0.05 / 20_000)
+    with pytest.raises(ValueError, match="values"):
+        t_interval([1.0])
+    with pytest.raises(ValueError, match="level"):
+        t_interval([1.0, 2.0], level=1.0)

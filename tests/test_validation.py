@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from dprl.validation import (require_array, require_delta, require_epsilon, require_in_bounds,
-                             require_int, require_positive, require_probability)
+from dprl.validation import (require_array, require_choice, require_delta, require_epsilon,
+                             require_in_bounds, require_int, require_positive,
+                             require_probability)
 
 
 @pytest.mark.parametrize("value", [True, np.True_, "2", None, 1 + 2j])
@@ -39,3 +40,15 @@ def test_shapes_bounds_integers_and_probabilities():
         require_int("n", 2.0)
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         require_probability("q", 0.0, open_low=True)
+
+
+def test_require_choice_returns_a_known_value_and_names_the_argument_otherwise():
+    assert require_choice("kernels", "portable", ("portable", "vendor")) == "portable"
+    with pytest.raises(ValueError, match=r"kernels must be one of \('portable', 'vendor'\), "
+                                         r"got 'x'"):
+        require_choice("kernels", "x", ("portable", "vendor"))
+    # a mapping's keys and a set are listed sorted; unhashable values are refused, not raised
+    with pytest.raises(ValueError, match=r"env must be one of \['Acrobot', 'CartPole'\]"):
+        require_choice("env", "HIV", {"CartPole": 1, "Acrobot": 2})
+    with pytest.raises(ValueError, match="method must be one of"):
+        require_choice("method", ["dpsgd"], {"dpsgd", "ours"})

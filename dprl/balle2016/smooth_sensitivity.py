@@ -15,7 +15,8 @@ from collections.abc import Callable
 import numpy as np
 
 from dprl.balle2016.inputs import regression_weights, signatures, state_weights
-from dprl.validation import require_delta, require_epsilon, require_int, require_positive
+from dprl.validation import (require_choice, require_delta, require_epsilon, require_int,
+                             require_positive)
 
 LEMMA9_VARIANTS = ("min", "max")
 
@@ -46,10 +47,7 @@ def mechanism_constants(eps: float, delta: float, d: int,
 
 
 def _variant(lemma9_variant: str) -> str:
-    if lemma9_variant not in LEMMA9_VARIANTS:
-        raise ValueError(f"lemma9_variant must be one of {LEMMA9_VARIANTS}, "
-                         f"got {lemma9_variant!r}")
-    return lemma9_variant
+    return require_choice("lemma9_variant", lemma9_variant, LEMMA9_VARIANTS)
 
 
 def _lsw_local(v: np.ndarray, weights: np.ndarray, k: int | np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from dprl.balle2016.mechanisms import (_lsw_scale, dp_lsl_noise_scale, dp_lsw_no
                                        ridge_constant)
 from dprl.balle2016.smooth_sensitivity import lsl_smooth_bound, smoothing_constants
 from dprl.balle2016.statistics import Statistics, require_summary, visit_weights
-from dprl.validation import require_array, require_positive
+from dprl.validation import require_array, require_choice, require_positive
 
 BOUND_FORMS = ("theorem11", "theorem26", "corrected")
 
@@ -131,8 +131,7 @@ def lsw_excess_risk_bound(features, weights, visit_probabilities, m, eps: float,
     p = require_array("visit_probabilities", visit_probabilities, shape=(n_states,))
     if p.min() < 0 or p.max() > 1:
         raise ValueError(f"visit_probabilities must lie in [0, 1], got [{p.min()}, {p.max()}]")
-    if form not in BOUND_FORMS:
-        raise ValueError(f"form must be one of {BOUND_FORMS}, got {form!r}")
+    require_choice("form", form, BOUND_FORMS)
     sizes = _sizes(m)
     scale = _lsw_scale(features, weights, require_positive("return_bound", return_bound),
                        eps, delta)

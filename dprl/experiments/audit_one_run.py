@@ -57,7 +57,7 @@ from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.one_run_audit import correct_guesses, epsilon_lower_bound, guesses
 from dprl.seeding import named_stream
 from dprl.sharma2025.accounting import ACCOUNTANTS, dp_sgd_epsilon, noise_for_budget
-from dprl.validation import require_int, require_positive, require_probability
+from dprl.validation import require_choice, require_int, require_positive, require_probability
 
 if TYPE_CHECKING:  # torch loads only where a run computes
     from dprl.sharma2025.offline_rl import OfflineLearner, Transitions
@@ -110,8 +110,7 @@ class OneRunAuditConfig(TrialConfig):
         if self.expected_batch > self.m:
             raise ValueError(f"expected_batch must be <= the {self.m} experts")
         require_probability("confidence", self.confidence, open_low=True, open_high=True)
-        if self.accountant not in ACCOUNTANTS:
-            raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
+        require_choice("accountant", self.accountant, ACCOUNTANTS)
 
     @property
     def m(self) -> int:

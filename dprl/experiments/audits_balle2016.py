@@ -26,6 +26,7 @@ from dprl.balle2016 import (FirstVisitSummary, dp_lsl_noise_scale, dp_lsw_noise_
 from dprl.balle2016.calibration import gaussian_pair_delta, smooth_gaussian_delta
 from dprl.experiments.audits import (AuditConfig, Statistics, _register, accountant_epsilon,
                                      exact_gdp_mu, pair_epsilon, statistic_losses)
+from dprl.validation import require_choice
 
 #: the estimators audited, by the name of the package function that releases them
 ESTIMATORS = {"DP-LSW": "dp_lsw", "DP-LSL": "dp_lsl"}
@@ -43,9 +44,7 @@ class BalleAuditConfig(AuditConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {sorted(ESTIMATORS)}, got "
-                             f"{self.estimator!r}")
+        require_choice("estimator", self.estimator, ESTIMATORS)
 
     def pair(self, runs: int | None = None) -> tuple[FirstVisitSummary, FirstVisitSummary]:
         """The data sets ``X`` (with the canary) and ``X'`` (module docstring); with

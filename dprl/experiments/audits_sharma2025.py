@@ -73,7 +73,7 @@ from dprl.sharma2025 import privacy as pv
 from dprl.sharma2025 import release as release_module
 from dprl.sharma2025.accounting import (ACCOUNTANTS, dp_sgd_epsilon, dp_steps_upper_bound,
                                         noise_for_budget)
-from dprl.validation import require_int, require_positive, require_probability
+from dprl.validation import require_choice, require_int, require_positive, require_probability
 
 #: The privacy-analysis chapter's tabular MDP: initial distribution and transitions (S, A, S).
 TOY_INITIAL = (0.6, 0.4)
@@ -238,8 +238,7 @@ class DPSGDAuditConfig(AuditConfig):
         require_probability("p", self.p, open_low=True)
         for name in ("clip", "learning_rate", "reward", "noise_factor"):
             require_positive(name, getattr(self, name))
-        if self.accountant not in ACCOUNTANTS:
-            raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
+        require_choice("accountant", self.accountant, ACCOUNTANTS)
 
     @property
     def sampling_rate(self) -> float:

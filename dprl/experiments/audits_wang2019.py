@@ -63,7 +63,7 @@ from dprl.experiments.audits import (AuditConfig, Statistics, _register, account
 from dprl.experiments.wang2019 import FIGURE2, figure2_dqn
 from dprl.mechanisms import gaussian_epsilon
 from dprl.seeding import named_stream
-from dprl.validation import require_int, require_positive
+from dprl.validation import require_choice, require_int, require_positive
 from dprl.wang2019 import run_paths as run_paths_module
 from dprl.wang2019.baselines import dp_sgd_updates, n_rewards
 from dprl.wang2019.calibration import (SIGMA_VARIANTS, Theorem5Calibration,
@@ -87,8 +87,7 @@ class WangAuditConfig(AuditConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.variant not in SIGMA_VARIANTS:
-            raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {self.variant!r}")
+        require_choice("variant", self.variant, SIGMA_VARIANTS)
         require_int("n_updates", self.n_updates)
         require_int("grid_size", self.grid_size, minimum=2)
         require_positive("grid_span", self.grid_span)

@@ -41,7 +41,7 @@ from dprl.experiments.audits import (AuditConfig, Statistics, _register, account
                                      exact_gdp_mu, pair_epsilon, statistic_losses)
 from dprl.features import tabular_features
 from dprl.seeding import named_stream
-from dprl.validation import require_positive
+from dprl.validation import require_choice, require_positive
 from dprl.xie2019.gpope import Prepared, clip_gradients, prepare
 from dprl.xie2019.privacy import CALIBRATIONS, calibrated_sigma, tightest_epsilon
 
@@ -67,9 +67,7 @@ class GPOPEAuditConfig(AuditConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {CALIBRATIONS}, got "
-                             f"{self.calibration!r}")
+        require_choice("calibration", self.calibration, CALIBRATIONS)
         for name in ("clip", "step_size", "reward_scale"):
             require_positive(name, getattr(self, name))
 

@@ -67,16 +67,30 @@ def measured_on(record: dict) -> str:
     return "unrecorded" if cpu is None else f"{cpu['vendor']} {cpu['model']}"
 
 
+#: Experiment-id endings that make a part of their own (:func:`part_of`): Sharma et al.'s
+#: longer runs, an extension beyond the book's capped setting (issue 28).
+EXTENSIONS = {"-long": "longer runs"}
+
+
+def part_of(experiment_id: str) -> str:
+    """The part of the book an experiment belongs to: its id up to the first '-', followed
+    by the name of an extension (:data:`EXTENSIONS`) its id ends with."""
+    part = experiment_id.split("-")[0]
+    extension = next((name for end, name in EXTENSIONS.items() if experiment_id.endswith(end)),
+                     None)
+    return part if extension is None else f"{part}, {extension}"
+
+
 def compute_by_part(results_dir: Path | str = RESULTS_DIR) -> Table:
-    """The compute the committed paper-scale results of each part of the book (experiment-id
-    prefix up to the first '-') record: CPU seconds summed over their sidecars, for how many
-    of them, as minutes on a 2-core machine (CPU seconds / 2 / 60), and the processors they
-    were measured on; a last row sums the book."""
+    """The compute the committed paper-scale results of each part of the book
+    (:func:`part_of`) record: CPU seconds summed over their sidecars, for how many of them,
+    as minutes on a 2-core machine (CPU seconds / 2 / 60), and the processors they were
+    measured on; a last row sums the book."""
     parts: dict[str, list[dict]] = {}
     for experiment in all_experiments():
         if status(experiment.id, "paper", results_dir) == "current":
             record = load(experiment.id, "paper", results_dir).provenance
-            parts.setdefault(experiment.id.split("-")[0], []).append(record)
+            parts.setdefault(part_of(experiment.id), []).append(record)
     parts["all"] = [record for records in list(parts.values()) for record in records]
     rows = []
     for part, records in parts.items():

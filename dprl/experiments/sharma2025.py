@@ -43,6 +43,7 @@ from dprl.sharma2025.lander_experts import (LanderControllers, evaluate_on_defau
                                             train_setting)
 from dprl.sharma2025.mlp_policies import TanhPolicies
 from dprl.sharma2025.variants import DEFAULTS, variant_grid
+from dprl.validation import require_choice
 
 TWINS = {"CartPole": (CartPoleVariants, 4, 2), "Acrobot": (AcrobotVariants, 6, 3)}
 
@@ -69,8 +70,7 @@ class ClassicExpertsConfig(GridConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.env not in TWINS:
-            raise ValueError(f"env must be one of {sorted(TWINS)}, got {self.env!r}")
+        require_choice("env", self.env, TWINS)
 
 
 def classic_experts_trials(config: ClassicExpertsConfig,
@@ -108,8 +108,7 @@ def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
     """The ``3 x n_settings`` experts of ``env`` (``"CartPole"`` or ``"Acrobot"``), setting by
     setting: the committed result at paper scale (which must be current), recomputed at smoke
     scale."""
-    if env not in TWINS:
-        raise ValueError(f"env must be one of {sorted(TWINS)}, got {env!r}")
+    require_choice("env", env, TWINS)
     experiment = CLASSIC[env]
     parameters = result_arrays(experiment, scale)["parameters"]
     _, obs_dim, n_actions = TWINS[env]

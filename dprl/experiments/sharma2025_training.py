@@ -30,7 +30,7 @@ from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
 from dprl.sharma2025.release import appendix_b3_split
-from dprl.validation import require_int, require_positive, require_probability
+from dprl.validation import require_choice, require_int, require_positive, require_probability
 
 if TYPE_CHECKING:  # torch is imported where a run computes: listing experiments stays fast
     from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
@@ -73,10 +73,8 @@ class Run:
     noise_multiplier: float | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        require_choice("method", self.method, METHODS)
+        require_choice("split", self.split, SPLITS)
         require_probability("p", self.p)
         if self.method == "ours" and self.split == "three_quarters" and self.p != 1:
             raise ValueError("the three_quarters split is run with p = 1 only")
@@ -115,8 +113,7 @@ class TrainingConfig(TrialConfig):
         super().__post_init__()
         if self.n_trials != len(self.runs):
             raise ValueError(f"n_trials must equal the {len(self.runs)} runs")
-        if self.accountant not in ACCOUNTANTS:
-            raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {self.accountant!r}")
+        require_choice("accountant", self.accountant, ACCOUNTANTS)
         require_kernels(self.kernels)
 
     def schedule(self, steps: int | None = None) -> Schedule:

@@ -35,7 +35,7 @@ from dprl.accounting import (DEFAULT_ORDERS, poisson_subsampled_gaussian_epsilon
                              smallest_sufficient_scale)
 from dprl.accounting.pld import PLDOutOfReachError, poisson_gaussian_epsilon
 from dprl.sharma2025.release import appendix_b3_split
-from dprl.validation import (require_delta, require_epsilon, require_int,
+from dprl.validation import (require_choice, require_delta, require_epsilon, require_int,
                              require_nonnegative, require_positive, require_probability)
 
 #: The accountants: dp-accounting's PLD (Sec. 6's choice) and the book's RDP accountant.
@@ -93,9 +93,7 @@ TABLE3_NO_DP: tuple[Table3Row, ...] = tuple(Table3Row(*row, 0.0, math.nan) for r
 
 
 def _require_accountant(accountant: str) -> str:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
-    return accountant
+    return require_choice("accountant", accountant, ACCOUNTANTS)
 
 
 def dp_sgd_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
@@ -270,8 +268,7 @@ def selective_epsilon(noise_multiplier: float, batch_size: int, n_experts: int, 
     ``"paper"``: all ``total_steps`` composed with ``q = p b / m`` (Sec. 4, App. B.2);
     ``"visible_coins"``: the realised ``dp_steps`` (required, ``<= total_steps``) composed
     with ``q = b / m``, conditionally on the coins (0 DP steps: eps 0)."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    require_choice("reading", reading, READINGS)
     b, m = _batch_of_experts(batch_size, n_experts)
     p = require_probability("p", p, open_low=True)
     total_steps = require_int("total_steps", total_steps)

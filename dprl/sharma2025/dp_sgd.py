@@ -40,7 +40,8 @@ from dprl.kernels import column_sum, outer_sum
 from dprl.sharma2025.offline_rl import (ExpertTransitions, OfflineLearner, Transitions,
                                         sample_uniform, sgd_step)
 from dprl.sharma2025.qnetworks import QNetwork, set_kernels
-from dprl.validation import require_int, require_nonnegative, require_positive, require_probability
+from dprl.validation import (require_choice, require_int, require_nonnegative, require_positive,
+                             require_probability)
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,7 @@ def expert_dp_sgd_step(learner: OfflineLearner, target: QNetwork, pool: ExpertTr
     gradients, clipped per-example gradients (``clipping``: ``"layer_identity"`` or the
     ``"vmap"`` reference), Gaussian noise, division by the expected ``b``, then
     ``optimizer.step()`` (plain SGD: ``phi - eta g``). Returns the realised batch size."""
-    if clipping not in CLIPPING:
-        raise ValueError(f"clipping must be one of {sorted(CLIPPING)}, got {clipping!r}")
+    require_choice("clipping", clipping, CLIPPING)
     if config.batch_size > pool.n_experts:
         raise ValueError(f"batch_size must be <= the {pool.n_experts} experts, got "
                          f"{config.batch_size}")

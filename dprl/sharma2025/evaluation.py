@@ -21,7 +21,7 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.lunar_lander import DEFAULT_VARIANT, run_episodes
 from dprl.sharma2025.hiv_experts import policy_returns
 from dprl.sharma2025.release import N_ACTIONS
-from dprl.validation import require_int
+from dprl.validation import require_choice, require_int
 
 #: Observations ``(n, d)`` -> actions ``(n,)``.
 Act = Callable[[np.ndarray], np.ndarray]
@@ -36,9 +36,7 @@ SPACES = {env: (dim, N_ACTIONS[env])
 
 
 def _check_env(env: str) -> str:
-    if env not in EVALUATION_HORIZONS:
-        raise ValueError(f"env must be one of {sorted(EVALUATION_HORIZONS)}, got {env!r}")
-    return env
+    return require_choice("env", env, EVALUATION_HORIZONS)
 
 
 def episode_returns(env: str, act: Act, n_episodes: int,

@@ -42,7 +42,7 @@ from torch import nn
 from dprl.envs.episodes import VectorEnv, simulate
 from dprl.sharma2025.datasets import ExpertData
 from dprl.sharma2025.qnetworks import QNetwork
-from dprl.validation import (require_array, require_int, require_nonnegative,
+from dprl.validation import (require_array, require_choice, require_int, require_nonnegative,
                              require_positive, require_probability)
 
 #: The optimisers :func:`make_optimizer` offers.
@@ -249,8 +249,7 @@ def make_optimizer(learner: OfflineLearner, name: str,
     """``"sgd"``: plain SGD, ``phi <- phi - eta g`` (Alg. 4, line 9); ``"adam"``: Adam
     (Kingma & Ba 2015) with PyTorch's defaults otherwise."""
     learning_rate = require_positive("learning_rate", learning_rate)
-    if name not in OPTIMIZERS:
-        raise ValueError(f"name must be one of {OPTIMIZERS}, got {name!r}")
+    require_choice("name", name, OPTIMIZERS)
     optimizer = torch.optim.SGD if name == "sgd" else torch.optim.Adam
     return optimizer(learner.parameters(), lr=learning_rate)
 

@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dprl.sharma2025.experts import pmin_levels
-from dprl.validation import (frozen_copy, require_array, require_delta, require_epsilon,
-                             require_finite, require_int, require_positive,
+from dprl.validation import (frozen_copy, require_array, require_choice, require_delta,
+                             require_epsilon, require_finite, require_int, require_positive,
                              require_probability)
 
 #: Trajectory length L of each environment's demonstrations: 200 for Acrobot and CartPole
@@ -241,13 +241,11 @@ def appendix_b3_split(env: str, eps: float, m: int = 3000,
     ``sharma2025-details.md``); Sec. 6 says ``eps1 = eps, eps2 = 0`` for HIV
     (``hiv_split="section6"``, with ``delta1 = delta``). Table 1 sides with Sec. 6 for CQL
     (p = 0: no DP-SGD) and with App. B.3 for BCQ (p = 0.9)."""
-    if env not in MAX_LENGTHS:
-        raise ValueError(f"env must be one of {sorted(MAX_LENGTHS)}, got {env!r}")
+    require_choice("env", env, MAX_LENGTHS)
     eps = require_epsilon(eps)
     if eps not in PAPER_EPSILONS:
         raise ValueError(f"eps must be one of {PAPER_EPSILONS} (App. B.3), got {eps}")
-    if hiv_split not in HIV_SPLITS:
-        raise ValueError(f"hiv_split must be one of {HIV_SPLITS}, got {hiv_split!r}")
+    require_choice("hiv_split", hiv_split, HIV_SPLITS)
     delta = 1 / require_int("m", m, minimum=2)
     n_queries = APPENDIX_B3_T[env].get(eps)
     if n_queries is None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
+from scipy.stats import t as student_t
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,33 @@ class Scored:
     values: Mapping[str, object]
 
     def __getitem__(self, name: str) -> object:
-        return self.spec[name] if name in self.spec else self.values[name]
+        """A field of the trial's arrays, else of the run's spec: ``noise_multiplier`` is in
+        both (the run's fixed one or None, and the one it used) and reads the one used."""
+        return self.values[name] if name in self.values else self.spec[name]
 
 
-def score_runs(runs: Sequence[object], arrays: Mapping[str, np.ndarray]) -> list[Scored]:
+def _mean_nonprivate(runs: Iterable[tuple[Mapping[str, object], float]]
+                     ) -> dict[tuple[str, int], float]:
+    """``R_np`` by ``(algorithm, m)`` from ``(spec, final return)`` pairs."""
+    finals: dict[tuple[str, int], list[float]] = {}
+    for spec, final in runs:
+        if spec["method"] == "nonprivate":
+            finals.setdefault((spec["algorithm"], spec["m"]), []).append(final)
+    return {key: float(np.mean(values)) for key, values in finals.items()}
+
+
+def nonprivate_returns(scored: Iterable[Scored]) -> dict[tuple[str, int], float]:
+    """``R_np`` by ``(algorithm, m)``: the mean final return of the non-private runs."""
+    return _mean_nonprivate((s.spec, s.final) for s in scored)
+
+
+def score_runs(runs: Sequence[object], arrays: Mapping[str, np.ndarray],
+               nonprivate: Mapping[tuple[str, int], float] | None = None) -> list[Scored]:
     """Score every run (dataclasses, or dicts of their fields, in trial order) of a training
     result whose ``arrays`` hold ``returns`` ``(trials, checkpoints, episodes)`` and
-    ``random_returns`` ``(trials, episodes)`` (module docstring)."""
+    ``random_returns`` ``(trials, episodes)`` (module docstring). ``R_np`` comes from the
+    result's own non-private runs or, for a result without them, from ``nonprivate``
+    (:func:`nonprivate_returns` of another result of the same data)."""
     specs = [run if isinstance(run, Mapping) else {f.name: getattr(run, f.name)
                                                    for f in fields(run)} for run in runs]
     returns = np.asarray(arrays["returns"], dtype=float)
@@ -48,18 +69,46 @@ def score_runs(runs: Sequence[object], arrays: Mapping[str, np.ndarray]) -> list
                          f"run ({len(specs)}), got {returns.shape}")
     curves = returns.mean(axis=2)
     random = float(np.mean(arrays["random_returns"]))
-    baseline: dict[tuple, list[float]] = {}
-    for spec, curve in zip(specs, curves):
-        if spec["method"] == "nonprivate":
-            baseline.setdefault((spec["algorithm"], spec["m"]), []).append(curve[-1])
+    if nonprivate is None:
+        nonprivate = _mean_nonprivate(zip(specs, curves[:, -1]))
     out = []
     for i, (spec, curve) in enumerate(zip(specs, curves)):
-        reference = np.mean(baseline[(spec["algorithm"], spec["m"])])
+        key = (spec["algorithm"], spec["m"])
+        if key not in nonprivate:
+            raise ValueError(f"nonprivate must give R_np of {key}: the result has no "
+                             f"non-private run of it")
+        reference = nonprivate[key]
         values = {name: array[i] for name, array in arrays.items()}
         with np.errstate(divide="ignore", invalid="ignore"):  # inf or NaN: no margin
             score = float(np.float64(curve[-1] - random) / (reference - random))
         out.append(Scored(spec, float(curve[-1]), curve, score, values))
     return out
+
+
+def window_return(curve: np.ndarray, evaluated_at: np.ndarray, window: int = 10_000) -> float:
+    """App. B.3's return of a run: the mean of its checkpoint means ``curve`` over the
+    checkpoints ``evaluated_at`` within its last ``window`` steps ("10 evaluation runs spaced
+    over the last 10000 steps of training"); the run must be at least ``window`` steps long."""
+    curve, at = np.asarray(curve, dtype=float), np.asarray(evaluated_at)
+    if curve.shape != at.shape or not curve.size:
+        raise ValueError(f"curve and evaluated_at must have one entry per checkpoint, got "
+                         f"{curve.shape} and {at.shape}")
+    if at[-1] < window:
+        raise ValueError(f"window must be at most the run's {at[-1]} steps, got {window}")
+    return float(curve[at > at[-1] - window].mean())
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """``(mean, half-width)`` of the Student-t confidence interval of the mean of i.i.d.
+    ``values`` at ``level`` (Fig. 3's "95% confidence intervals" over 3 runs: the half-width
+    is ``t_{0.975, 2} = 4.303`` standard errors)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 2:
+        raise ValueError(f"values must be 1-D with at least 2 entries, got shape {x.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    return float(x.mean()), float(student_t.ppf((1 + level) / 2, x.size - 1) * se)
 
 
 def select(scored: Iterable[Scored], **match: object) -> list[Scored]:

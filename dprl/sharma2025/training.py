@@ -38,7 +38,7 @@ from dprl.sharma2025.evaluation import SPACES, episode_returns, uniform_act
 from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions,
                                         OfflineLearner, Transitions, make_optimizer)
 from dprl.sharma2025.qnetworks import HIV_HIDDEN, PAPER_HIDDEN, QNetwork, frozen_copy, update_target
-from dprl.validation import require_int, require_positive, require_probability
+from dprl.validation import require_choice, require_int, require_positive, require_probability
 
 ALGORITHMS = ("CQL", "BCQ")
 
@@ -54,10 +54,8 @@ def make_learner(env: str, algorithm: str, generator: torch.Generator,
     """CQL or BCQ (:mod:`dprl.sharma2025.offline_rl`) for ``env``'s spaces, with App. B.3's
     networks: two hidden layers of 256, HIV one of 512; their products take the ``kernels``
     path (:mod:`dprl.kernels`)."""
-    if env not in SPACES:
-        raise ValueError(f"env must be one of {sorted(SPACES)}, got {env!r}")
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    require_choice("env", env, SPACES)
+    require_choice("algorithm", algorithm, ALGORITHMS)
     obs_dim, n_actions = SPACES[env]
     hidden = HIV_HIDDEN if env == "HIV" else PAPER_HIDDEN
 
@@ -116,8 +114,7 @@ def calibrated_noise(eps2: float, delta2: float, batch_size: int, n_experts: int
     :func:`dprl.sharma2025.accounting.noise_for_budget`):
     ``"paper"``: ``steps`` steps at ``q = p b / m``; ``"visible_coins"``: the ``dp_steps``
     DP steps at ``q = b / m``. NaN when the run takes no DP step."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    require_choice("reading", reading, READINGS)
     if dp_steps == 0:
         return float("nan")
     rate = batch_size / n_experts

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dprl.validation import require_choice
+
 #: App. B.1's grids: environment -> parameter -> (low, high, number of values). CartPole and
 #: Acrobot defaults are Gymnasium's; LunarLander's ``gravity`` is Gymnasium's signed value
 #: (default -10): the paper's magnitudes 9.0 .. 11.0 map to -9.0 .. -11.0 (the paper's
@@ -41,8 +43,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
 def variant_grid(env: str) -> dict[str, np.ndarray]:
     """Every setting of ``env``'s App. B.1 grid: parameter -> ``(n_settings,)`` values (1000
     settings for CartPole, Acrobot and LunarLander, 2000 for HIV)."""
-    if env not in GRIDS:
-        raise ValueError(f"env must be one of {sorted(GRIDS)}, got {env!r}")
+    require_choice("env", env, GRIDS)
     axes = [np.linspace(low, high, n) for low, high, n in GRIDS[env].values()]
     mesh = np.meshgrid(*axes, indexing="ij")
     return {name: values.ravel() for name, values in zip(GRIDS[env], mesh)}

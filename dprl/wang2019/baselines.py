@@ -58,7 +58,7 @@ from dprl.accounting import (DEFAULT_ORDERS, calibrate_noise_multiplier,
 from dprl.envs.line_mdp import LineMDP
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon
 from dprl.seeding import trial_generator
-from dprl.validation import require_array, require_int, require_positive
+from dprl.validation import require_array, require_choice, require_int, require_positive
 from dprl.wang2019.dp_sgd import ClippedNoisyMLPQ
 from dprl.wang2019.q_learning import MLPQ, Learner, QLearningConfig, TrainResult, train
 
@@ -330,8 +330,7 @@ def baseline_sweep(method: str, config: QLearningConfig, eps_levels: Sequence[fl
     :func:`~dprl.wang2019.q_learning.sweep`); default options of each ``train_*``."""
     trainers = {"input": train_input_perturbation, "output": train_output_perturbation,
                 "dp_sgd": train_dp_sgd}
-    if method not in trainers:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    require_choice("method", method, METHODS)
     levels = require_array("eps_levels", eps_levels, ndim=1)
     seeds = [require_int("seed", s, minimum=0) for s in seeds]
     if not seeds:
@@ -369,9 +368,7 @@ def evaluate_table_greedy(grid: ArrayLike, table: ArrayLike, n_episodes: int,
 # --- helpers -------------------------------------------------------------------------------
 
 def _accountant(accountant: str) -> str:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
-    return accountant
+    return require_choice("accountant", accountant, ACCOUNTANTS)
 
 
 def _config(config: QLearningConfig) -> QLearningConfig:

@@ -32,8 +32,8 @@ from numpy.typing import ArrayLike
 from dprl.accounting import advanced_composition
 from dprl.envs.line_mdp import LineMDP
 from dprl.mechanisms import analytic_gaussian_sigma, gaussian_delta
-from dprl.validation import (require_array, require_delta, require_epsilon, require_int,
-                             require_positive, require_probability)
+from dprl.validation import (require_array, require_choice, require_delta, require_epsilon,
+                             require_int, require_positive, require_probability)
 from dprl.wang2019.baselines import dp_sgd_updates, n_rewards
 from dprl.wang2019.functional_noise import OUPath
 from dprl.wang2019.q_learning import QLearningConfig
@@ -58,8 +58,7 @@ def gp_mechanism_sigma(sensitivity: float, eps: float, delta: float, *,
     quoted below Prop. 4, ``source="hall2013"``)."""
     sensitivity = require_positive("sensitivity", sensitivity)
     eps, delta = require_epsilon(eps), require_delta(delta)
-    if source not in GP_SOURCES:
-        raise ValueError(f"source must be one of {sorted(GP_SOURCES)}, got {source!r}")
+    require_choice("source", source, GP_SOURCES)
     if eps >= 1:
         raise ValueError(f"Prop. 4 holds for 0 < eps < 1 only, got eps={eps}")
     return math.sqrt(2 * math.log(GP_SOURCES[source] / delta)) * sensitivity / eps
@@ -183,10 +182,8 @@ def theorem5_sigma(eps: float, delta: float, T: int, batch_size: int, alpha: flo
     the root (the paper copy's root is not legible; the key does not say the paper prints
     it). ``composition="exact"`` composes the updates of sensitivity sqrt(C) (or C) exactly
     instead (:func:`exact_composition_sigma`)."""
-    if variant not in SIGMA_VARIANTS:
-        raise ValueError(f"variant must be one of {SIGMA_VARIANTS}, got {variant!r}")
-    if composition not in COMPOSITIONS:
-        raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
+    require_choice("variant", variant, SIGMA_VARIANTS)
+    require_choice("composition", composition, COMPOSITIONS)
     constant = theorem5_constant(alpha, k, lipschitz, batch_size)
     n_steps = require_int("T", T) / batch_size
     sensitivity = math.sqrt(constant) if variant == "proof" else constant
@@ -209,8 +206,7 @@ def lemma8_tail_bound(u: ArrayLike, sigma: float, *, variant: str = "statement")
     u = require_array("u", u)
     if np.any(u < 0):
         raise ValueError(f"u must be >= 0, got min {u.min()}")
-    if variant not in TAIL_VARIANTS:
-        raise ValueError(f"variant must be one of {TAIL_VARIANTS}, got {variant!r}")
+    require_choice("variant", variant, TAIL_VARIANTS)
     scale = 1.0 if variant == "statement" else require_positive("sigma", sigma)
     return np.exp(-u ** 2 / (2 * scale ** 2))
 
@@ -242,8 +238,7 @@ def theorem5_delta(delta: float, k: float, sigma: float, beta: float, resets: in
 
 def _tail_margin(k: float, sigma: float, beta: float, tail: str) -> float:
     """The standardised margin of the bound max |g| <= k in :func:`theorem5_delta`."""
-    if tail not in TAIL_VARIANTS:
-        raise ValueError(f"tail must be one of {TAIL_VARIANTS}, got {tail!r}")
+    require_choice("tail", tail, TAIL_VARIANTS)
     offset = lemma8_offset(sigma, beta)
     return 2 * k - offset if tail == "statement" else (k - offset) / sigma
 
@@ -370,8 +365,7 @@ def dqn_calibration(eps: float, config: QLearningConfig, reading: str = "updates
     The updates are composed by Theorem 5's bound or exactly (``composition``, as in
     :func:`theorem5_sigma`). With ``config.schedule="iterations"`` (Alg. 1 read literally)
     the DQN's updates are Alg. 1's iterations, and ``"updates"`` counts those."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    require_choice("reading", reading, READINGS)
     if not isinstance(config, QLearningConfig):
         raise ValueError(f"config must be a QLearningConfig, got {type(config).__name__}")
     steps, batch = n_rewards(config, mdp), config.batch_size

@@ -58,7 +58,7 @@ from numpy.typing import ArrayLike
 
 from dprl.envs.line_mdp import N_ACTIONS, LineMDP
 from dprl.seeding import trial_generator
-from dprl.validation import (require_array, require_in_bounds, require_int,
+from dprl.validation import (require_array, require_choice, require_in_bounds, require_int,
                              require_positive, require_probability)
 from dprl.wang2019.run_paths import RunPaths
 
@@ -172,11 +172,6 @@ def tabular_q(n_bins: int, n_actions: int = N_ACTIONS) -> LinearQ:
 Learner = MLPQ | LinearQ
 
 
-def _require_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
 @dataclass(frozen=True)
 class QLearningConfig:
     """Settings of :func:`train`; the defaults are the authors' DQN (public code of Wang &
@@ -222,10 +217,10 @@ class QLearningConfig:
             require_int("target_update_episodes", self.target_update_episodes)
         if self.grad_clip is not None:
             require_positive("grad_clip", self.grad_clip)
-        _require_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _require_choice("loss", self.loss, LOSSES)
-        _require_choice("target_noise", self.target_noise, TARGET_NOISE)
-        _require_choice("schedule", self.schedule, SCHEDULES)
+        require_choice("optimizer", self.optimizer, OPTIMIZERS)
+        require_choice("loss", self.loss, LOSSES)
+        require_choice("target_noise", self.target_noise, TARGET_NOISE)
+        require_choice("schedule", self.schedule, SCHEDULES)
         if not isinstance(self.bootstrap_truncation, bool):
             raise ValueError(f"bootstrap_truncation must be a bool, got "
                              f"{self.bootstrap_truncation!r}")

@@ -22,18 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from dprl.envs import Trajectories
-from dprl.validation import require_array, require_nonnegative, require_probability
+from dprl.validation import require_array, require_choice, require_nonnegative, require_probability
 from dprl.xie2019.gpope import Prepared, _Episodes
 
 NORMALISATIONS = ("trajectories", "transitions")
 IMPORTANCE = ("weighted", "ordinary")
 _CHUNK = 4096  # trajectories whose feature rows are gathered at once
-
-
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
 
 
 def _dataset_sums(episodes: _Episodes, d: int, per_trajectory: bool) -> tuple:
@@ -67,8 +61,8 @@ def episode_statistics(trajectories: Trajectories, features, gamma: float, ratio
     Shapes ``(*datasets, n, n)``, ``(*datasets, n)``, ``(*datasets, n, n)``."""
     episodes = _Episodes.of(trajectories, features, ratios)
     gamma = require_probability("gamma", gamma, open_high=True)
-    per_trajectory = _choice("normalisation", normalisation, NORMALISATIONS) == "trajectories"
-    weighted = _choice("importance", importance, IMPORTANCE) == "weighted"
+    per_trajectory = require_choice("normalisation", normalisation, NORMALISATIONS) == "trajectories"
+    weighted = require_choice("importance", importance, IMPORTANCE) == "weighted"
     results = []
     for d in range(episodes.sources.shape[0]):
         rho_phi_phi, rho_phi_next, b, C, total = _dataset_sums(episodes, d, per_trajectory)
