@@ -18,6 +18,7 @@ Conventions (shared by :class:`ChainMDP`, its sampler and :class:`ChainEnv`):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -184,23 +185,26 @@ class ChainMDP:
         out[1:n - 1] += (1.0 - p) * row[:n - 2]
         return out
 
+    def _time_rows(self) -> Iterator[np.ndarray]:
+        """The rows ``M[0], M[1], ...`` of :meth:`time_state_probabilities`, one at a time."""
+        row = self.start_probabilities
+        yield row
+        for _ in range(1, self.horizon):
+            row = self._live_step(row)
+            yield row
+
     def time_state_probabilities(self) -> np.ndarray:
         """``M[t, s] = Pr(s_t = s and t < L)``, ``(H, N)``: the probability that transition
         ``t`` of an episode leaves ``s``. O(N H) (the chain is bidiagonal)."""
-        M = np.empty((self.horizon, self.n_states))
-        M[0] = self.start_probabilities
-        for t in range(1, self.horizon):
-            M[t] = self._live_step(M[t - 1])
-        return M
+        return np.stack(list(self._time_rows()))
 
     def expected_visit_counts(self) -> np.ndarray:
         """Expected number of transitions leaving each state per episode, ``(N,)``: the sum
         over ``t`` of :meth:`time_state_probabilities`, accumulated in order (the same bits)
         in O(N) memory and O(N H) time."""
-        row = self.start_probabilities
-        counts = row.copy()
-        for _ in range(1, self.horizon):
-            row = self._live_step(row)
+        rows = self._time_rows()
+        counts = next(rows).copy()
+        for row in rows:
             counts += row
         return counts
 
