@@ -3,10 +3,15 @@
 Serves the HTML build from 127.0.0.1, loads every page in headless Chromium (installed from
 Debian's packages when missing) with every other host unreachable, and fails on a page where
 math did not typeset (raw ``\\(``, ``\\[``, ``$$`` or ``$..\\cmd..$`` left in its text, a MathJax
-error, or math in the page and no ``mjx-container``), on a scorecard page with no table, on
-an internal link, image, script or stylesheet that points at no file (or a link at no anchor),
-and on a script, stylesheet or image loaded from another host. Saves a screenshot of each page
-under the screenshots folder for a human look.
+error, or math in the page and no ``mjx-container``), on a scorecard page with no table or
+with a link from its tables to a chapter that names no section (every link's page and anchor
+must exist, as on every page), on an internal link, image, script or stylesheet that points at no file (or a link at no anchor),
+on a script, stylesheet or image loaded from another host, on a cell's text output wider than
+the page's content column at 1280 px (measured by a script the server adds to every page, with
+the book's wrapping of outputs turned off) and on a list that Markdown started in the middle of
+a sentence (a one-item list right after a paragraph that does not end with a colon: a line of
+prose that began with "1. " or "- "). Saves a screenshot of each page under the screenshots
+folder for a human look.
 
 usage: python .ci/check_book.py [HTML_DIR] [--screens DIR] [--jobs N]
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import re
 import shutil
@@ -40,6 +46,30 @@ TEXT_SKIPPED = {"script", "style", "pre", "code", "textarea", "noscript", "title
 RAW_MATH = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,200}?\\[A-Za-z]+[^$\n]{0,200}?\$")
 REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 NOT_FILES = re.compile(r"^(?:mailto|data|javascript|tel):", re.IGNORECASE)
+# Added to every served page: after the load, each text output of a cell (not its code) laid
+# out in one line per line, as the book's wrapping (wrap-outputs.css) would not, without the
+# verdict lines of dprl.claims (a record the scorecard collects), as [its width, its column's
+# width, its first characters] in <meta name="check-book-wide-outputs">
+MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() => {
+  const wide = [];
+  for (const pre of document.querySelectorAll("div.cell_output pre, div.output pre")) {
+    const copy = pre.cloneNode(false);
+    copy.textContent = pre.textContent.split("\\n")
+      .filter(line => !line.startsWith("CLAIM [")).join("\\n");
+    copy.style.whiteSpace = "pre";
+    copy.style.overflowWrap = "normal";
+    pre.after(copy);
+    if (copy.scrollWidth > pre.clientWidth + 1)
+      wide.push([copy.scrollWidth, pre.clientWidth, copy.textContent.trim().slice(0, 50)]);
+    copy.remove();
+  }
+  const meta = document.createElement("meta");
+  meta.name = "check-book-wide-outputs";
+  meta.content = JSON.stringify(wide);
+  document.head.appendChild(meta);
+}, 0));</script>"""
+# How many widths of its column an output's longest line may take (so wrap onto that many rows)
+OUTPUT_COLUMNS_ALLOWED = 3
 PAGE_TIMEOUT_S = 180  # seconds for one page (a few on an idle 2-core machine)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -57,8 +87,10 @@ class PageParts(HTMLParser):
         self.text: list[str] = []
         self.ids: set[str] = set()
         self.links: list[str] = []  # <a href>: files and anchors
+        self.table_links: list[str] = []  # the hrefs of links inside a <table>
         self.assets: list[str] = []  # src and stylesheet href: what the page loads
         self.tags: dict[str, int] = {}
+        self.meta: dict[str, str] = {}  # <meta name content>
         self._skipping: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -71,14 +103,20 @@ class PageParts(HTMLParser):
                 self.ids.add(values[name])
         if tag == "a" and "href" in values:
             self.links.append(values["href"])
+            if self.tags.get("table", 0) > self.tags.get("/table", 0):
+                self.table_links.append(values["href"])
         elif "src" in values and tag in {"img", "script", "iframe", "source", "video"}:
             self.assets.append(values["src"])
         elif tag == "link" and "stylesheet" in values.get("rel", "") and "href" in values:
             self.assets.append(values["href"])
+        elif tag == "meta" and "name" in values:
+            self.meta[values["name"]] = values.get("content", "")
         if tag in TEXT_SKIPPED:
             self._skipping.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.tags["/table"] = self.tags.get("/table", 0) + 1
         if tag in self._skipping:
             del self._skipping[self._skipping.index(tag):]
 
@@ -133,6 +171,91 @@ def reference_problems(static: PageParts, page: str, root: Path,
     return problems
 
 
+def scorecard_problems(static: PageParts, page: str) -> list[str]:
+    """A scorecard page must show a table whose links to chapters each name a section (an
+    anchor; :func:`reference_problems` checks that the page and the anchor exist)."""
+    if not static.tags.get("table"):
+        return [f"{page}: no <table> (the scorecard rendered as text)"]
+    chapters = [ref for ref in static.table_links if not REMOTE.match(ref)
+                and not NOT_FILES.match(ref) and not ref.startswith("#")]
+    if not chapters:
+        return [f"{page}: no link from its tables to a chapter"]
+    return [f"{page}: {ref} links to a chapter but to none of its sections (no #anchor)"
+            for ref in chapters if "#" not in ref]
+
+
+def wide_output_problems(rendered: PageParts, page: str) -> list[str]:
+    """Text outputs that the injected :data:`MEASURE_SCRIPT` found more than
+    :data:`OUTPUT_COLUMNS_ALLOWED` times as wide as their column; a problem too when the
+    script left no measurement."""
+    if "check-book-wide-outputs" not in rendered.meta:
+        return [f"{page}: the output-width script did not run"]
+    return [f"{page}: a text output is {natural} px wide in a {column} px column (print it as "
+            f"a dprl.tables.Table or in shorter lines): {start!r}"
+            for natural, column, start in json.loads(rendered.meta["check-book-wide-outputs"])
+            if natural > OUTPUT_COLUMNS_ALLOWED * column]
+
+
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+             "source", "track", "wbr"}
+
+
+class ListsAfterProse(HTMLParser):
+    """Lists of a page's article (``<article>``) with the paragraph right before them (same
+    parent, no text between), as (paragraph text, list tag, number of items)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str, int]] = []
+        self._open: list[str] = []  # the tags open now
+        self._before: dict[int, str | None] = {}  # depth -> the text of a paragraph just closed
+        self._paragraph: list[str] | None = None
+        self._lists: list[tuple[int, str, str]] = []  # open lists: depth, tag, paragraph before
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID_TAGS or (not self._open and tag != "article"):
+            return
+        depth = len(self._open)
+        if tag in ("ol", "ul") and self._before.get(depth) is not None:
+            self._lists.append((depth, tag, self._before[depth]))
+            self.found.append((self._before[depth], tag, 0))
+        elif tag == "li" and self._lists and self._lists[-1][0] == depth - 1:
+            text, kind, items = self.found[-1]
+            self.found[-1] = (text, kind, items + 1)
+        self._before[depth] = None
+        self._open.append(tag)
+        if tag == "p":
+            self._paragraph = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self._open:
+            return
+        del self._open[len(self._open) - 1 - self._open[::-1].index(tag):]
+        depth = len(self._open)
+        self._before = {d: text for d, text in self._before.items() if d <= depth}
+        self._before[depth] = " ".join("".join(self._paragraph or []).split()) \
+            if tag == "p" else None
+        if tag == "p":
+            self._paragraph = None
+
+    def handle_data(self, data: str) -> None:
+        if self._paragraph is not None:
+            self._paragraph.append(data)
+        elif data.strip():
+            self._before[len(self._open)] = None
+
+
+def list_problems(static_html: str, page: str) -> list[str]:
+    """One-item lists right after a paragraph that does not end with a colon: Markdown's
+    reading of a prose line that began with "1. ", "- " or "+ " (say a wrapped number or
+    formula), which splits a sentence into a paragraph and a list."""
+    lists = ListsAfterProse()
+    lists.feed(static_html)
+    return [f"{page}: a one-item <{tag}> right after a paragraph that ends "
+            f"...{text[-50:]!r} (a prose line starting with '1. ' or '- ' became a list)"
+            for text, tag, items in lists.found if items == 1 and not text.endswith(":")]
+
+
 @functools.lru_cache(maxsize=None)
 def page_ids(path: Path) -> frozenset[str]:
     return frozenset(parse(path.read_text(encoding="utf-8")).ids)
@@ -177,7 +300,8 @@ def render(browser: str, url: str, screenshot: Path) -> str:
 
 def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path) -> list[str]:
     """Every problem of one page (an empty list when it renders as it should)."""
-    static = parse((root / page).read_text(encoding="utf-8"))
+    html = (root / page).read_text(encoding="utf-8")
+    static = parse(html)
     screenshot = screens / (page.removesuffix(".html").replace("/", "__") + ".png")
     try:
         rendered = parse(render(browser, base_url + page, screenshot))
@@ -186,16 +310,36 @@ def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path
     except subprocess.CalledProcessError as failed:
         return [f"{page}: the browser exited with status {failed.returncode}"]
     problems = math_problems(static, rendered, page)
-    if page in TABLE_PAGES and not rendered.tags.get("table"):
-        problems.append(f"{page}: no <table> (the scorecard rendered as text)")
+    if page in TABLE_PAGES:
+        problems += scorecard_problems(rendered, page)
     if not rendered.text or not screenshot.is_file():
         problems.append(f"{page}: the browser returned no page or no screenshot")
-    return problems + reference_problems(static, page, root, page_ids)
+    return (problems + wide_output_problems(rendered, page) + list_problems(html, page)
+            + reference_problems(static, page, root, page_ids))
+
+
+def with_measurement(html: str) -> str:
+    """``html`` with :data:`MEASURE_SCRIPT` at the end of its head (or its start)."""
+    at = html.find("</head>")
+    return html[:at] + MEASURE_SCRIPT + html[at:] if at >= 0 else MEASURE_SCRIPT + html
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         """No access log."""
+
+    def do_GET(self) -> None:
+        """Files as they are, except HTML pages, which get :data:`MEASURE_SCRIPT`."""
+        path = Path(self.translate_path(self.path))
+        if path.suffix != ".html" or not path.is_file():
+            super().do_GET()
+            return
+        body = with_measurement(path.read_text(encoding="utf-8")).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class QuietServer(ThreadingHTTPServer):

@@ -2,31 +2,39 @@
 
 A verdict is printed as one line starting with ``CLAIM`` so that the appendix's scorecard can
 collect every verdict from the chapters' stored outputs (:func:`collect`), without any chapter
-writing files.
+writing files. The scorecard shows the counts (:func:`scorecard`, :func:`scorecard_figure`) and
+one table per paper (:func:`verdict_table`) whose rows link to the chapter section that
+computes each verdict.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from dprl.paths import BOOK_DIR
+from dprl.plotting import GREEN, VERMILLION, YELLOW
 from dprl.tables import Table
 
 PREFIX = "CLAIM"
 _LINE = re.compile(rf"^{PREFIX} \[(?P<source>[^\],]+)(?:, (?P<section>[^\]]+))?\] "
                    r"(?P<verdict>HOLDS|FAILS|PARTIAL): (?P<statement>.*?) \| (?P<numbers>.*)$")
 VERDICTS = ("HOLDS", "FAILS", "PARTIAL")
+#: The colour of each verdict in the scorecard's figure (Okabe-Ito, from dprl.plotting).
+VERDICT_COLOURS = {"HOLDS": GREEN, "FAILS": VERMILLION, "PARTIAL": YELLOW}
 
 
 @dataclass(frozen=True)
 class Verdict:
     """A claim of ``source`` (a paper or 'book') made in ``section`` of it, its verdict and
-    the numbers behind it; ``chapter`` is where the book evaluates it."""
+    the numbers behind it; ``chapter`` is where the book evaluates it, ``anchor`` the id of the
+    chapter's section that does."""
 
     source: str
     statement: str
@@ -34,6 +42,7 @@ class Verdict:
     numbers: str
     chapter: str = ""
     section: str = ""
+    anchor: str = ""
 
     def _ipython_display_(self) -> None:
         """Display nothing: :func:`claim` has printed the verdict line already."""
@@ -84,24 +93,44 @@ def claim(source: str, statement: str, holds: bool, section: str = "", *,
     return result
 
 
-def collect(book_dir: Path | str = BOOK_DIR) -> list[Verdict]:
-    """Every verdict printed in the stored outputs of the chapters under ``book_dir``."""
-    verdicts = []
-    for path in sorted(Path(book_dir).rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
+_HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
+
+
+def section_anchor(title: str) -> str:
+    """The HTML id Sphinx gives a section titled ``title`` (a Markdown heading): docutils'
+    ``make_id`` of its text without the Markdown emphasis, code and math marks."""
+    from docutils.nodes import make_id
+
+    return make_id(re.sub(r"[*_`$]", "", title))
+
+
+def _verdicts_of(notebook: dict, chapter: str) -> list[Verdict]:
+    """The verdicts in the stored stream outputs of ``notebook``, each with the anchor of the
+    last heading above its cell."""
+    verdicts, anchor = [], ""
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            titles = [m["title"] for m in map(_HEADING.match,
+                                                "".join(cell.get("source", "")).splitlines()) if m]
+            anchor = section_anchor(titles[-1]) if titles else anchor
             continue
-        chapter = str(path.relative_to(book_dir).with_suffix(""))
-        for text in _stream_texts(json.loads(path.read_text())):
-            for line in text.splitlines():
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "stream":
+                continue
+            for line in "".join(output.get("text", "")).splitlines():
                 match = _LINE.match(line)
                 if match:
-                    verdicts.append(Verdict(chapter=chapter, **match.groupdict()))
+                    verdicts.append(Verdict(chapter=chapter, anchor=anchor, **match.groupdict()
+                                            | {"section": match["section"] or ""}))
     return verdicts
 
 
-def _stream_texts(notebook: dict) -> list[str]:
-    return ["".join(output.get("text", "")) for cell in notebook.get("cells", [])
-            for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
+def collect(book_dir: Path | str = BOOK_DIR) -> list[Verdict]:
+    """Every verdict printed in the stored outputs of the chapters under ``book_dir``."""
+    return [verdict for path in sorted(Path(book_dir).rglob("*.ipynb"))
+            if ".ipynb_checkpoints" not in path.parts
+            for verdict in _verdicts_of(json.loads(path.read_text()),
+                                        str(path.relative_to(book_dir).with_suffix("")))]
 
 
 def scorecard(verdicts: list[Verdict]) -> Table:
@@ -115,22 +144,68 @@ def scorecard(verdicts: list[Verdict]) -> Table:
     return Table(("source", *(name.lower() for name in VERDICTS), "claims"), rows)
 
 
-def _chapter_link(chapter: str, relative_to: str) -> str:
-    return f"[{chapter}]({relative_to}{chapter}.ipynb)" if chapter else ""
+def scorecard_figure(verdicts: list[Verdict]) -> Figure:
+    """The counts of :func:`scorecard` as one horizontal stacked bar per source, the verdicts
+    in :data:`VERDICT_COLOURS`, each segment labelled with its count."""
+    import matplotlib.pyplot as plt
+
+    table = scorecard(verdicts)
+    sources = [row[0] for row in table.rows[:-1]]
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(sources) + 1.2))
+    left = np.zeros(len(sources))
+    for j, name in enumerate(VERDICTS, start=1):
+        counts = np.array([row[j] for row in table.rows[:-1]], dtype=float)
+        bars = ax.barh(sources, counts, left=left, color=VERDICT_COLOURS[name],
+                       label=name.lower())
+        ax.bar_label(bars, labels=[f"{c:.0f}" if c else "" for c in counts], label_type="center")
+        left += counts
+    ax.invert_yaxis()
+    ax.set(xlabel="claims", xlim=(0, max(left.max(), 1) * 1.02))
+    ax.grid(axis="y", visible=False)
+    fig.legend(loc="outside upper center", ncol=len(VERDICTS))
+    return fig
 
 
-def scorecard_table(verdicts: list[Verdict], relative_to: str = "../") -> str:
-    """The verdicts as one Markdown table, by source and chapter: verdict, paper, section,
-    claim, the chapter that computes it (a link, ``relative_to`` the page showing the table)
-    and the numbers behind it."""
-    if not verdicts:
-        return "no claims evaluated yet"
-    rows = ["| verdict | paper | section | claim | chapter | numbers |",
-            "|---|---|---|---|---|---|"]
-    rows += [f"| **{v.verdict}** | {v.source} | {v.section} | {v.statement} | "
-             f"{_chapter_link(v.chapter, relative_to)} | {v.numbers} |"
-             for v in sorted(verdicts, key=lambda v: (v.source, v.chapter))]
-    return "\n".join(rows)
+@dataclass(frozen=True)
+class VerdictTable:
+    """The verdicts of one source, one row per claim: in HTML with each verdict linked to the
+    chapter section that computes it and its numbers behind a disclosure (``<details>``), in
+    text as a :class:`~dprl.tables.Table` without the numbers."""
+
+    verdicts: tuple[Verdict, ...]
+    relative_to: str = "../"
+
+    def _href(self, v: Verdict) -> str:
+        return f"{self.relative_to}{v.chapter}.html" + (f"#{v.anchor}" if v.anchor else "")
+
+    def _row(self, v: Verdict) -> str:
+        cells = [f'<a href="{html.escape(self._href(v))}"><strong>{v.verdict}</strong></a>',
+                 html.escape(v.section), html.escape(v.statement),
+                 f"<details><summary>{html.escape(v.chapter)}</summary>"
+                 f"{html.escape(v.numbers)}</details>"]
+        return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{name}</th>" for name in ("verdict", "section", "claim",
+                                                        "chapter: numbers"))
+        body = "".join(self._row(v) for v in self.verdicts)
+        return (f'<table class="dprl-table"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
+
+    def __repr__(self) -> str:
+        return Table(("verdict", "section", "claim", "chapter"),
+                     [(v.verdict, v.section, v.statement, v.chapter)
+                      for v in self.verdicts]).text()
+
+
+def verdict_table(verdicts: list[Verdict], source: str, relative_to: str = "../"
+                  ) -> VerdictTable:
+    """The verdicts of ``source`` (by chapter, in the chapter's order), linked to their
+    sections ``relative_to`` the page showing the table."""
+    chosen = [v for v in verdicts if v.source == source]
+    if not chosen:
+        raise ValueError(f"source {source!r} has no verdicts")
+    return VerdictTable(tuple(sorted(chosen, key=lambda v: v.chapter)), relative_to)
 
 
 def save_verdicts(verdicts: list[Verdict], path: Path | str, commit: str) -> None:

@@ -2,7 +2,9 @@
 
 Every chapter calls :func:`use_book_style` once and shows every figure with :func:`show`, which
 refuses a figure whose legend gives two entries of one axes the same colour and marker (issue 15,
-section 5: a reader, colour-blind or printing in grey, must tell every curve apart). Curves over
+section 5: a reader, colour-blind or printing in grey, must tell every curve apart), moves a
+legend that covers plotted data to a free corner of its axes or outside them
+(:func:`place_legends`) and refuses a figure legend that covers data (issue 30, item 5). Curves over
 independent trials are drawn with :func:`band`, whose ``spread`` is the standard deviation ('sd')
 or the standard error of the mean ('se'); the caption of each figure says which.
 """
@@ -17,10 +19,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.cbook import normalize_kwargs
-from matplotlib.colors import to_hex
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
+from matplotlib.path import Path
+from matplotlib.transforms import Bbox
 
 from dprl.validation import require_array
 
@@ -161,10 +167,11 @@ VARIANT_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 def style(method: str, variant: int = 0, label: str | None = None) -> dict:
     """Matplotlib keywords of ``method``'s look in :data:`STYLES` with ``label`` (default: the
-    method's name); ``variant`` k >= 1 keeps the colour and takes the k-th variant marker and
-    line style, so that variants of one method stay apart in one axes. A variant marker may
-    equal the method's own (e.g. "s" of LSL): :func:`show` refuses such a pair, and the
-    figure then takes another variant."""
+    method's name); ``variant`` k >= 1 keeps the colour and takes the k-th variant marker,
+    hollow, and line style, so that variants of one method stay apart in one axes and apart
+    from the filled markers of other methods (a hollow vermillion square is no orange one).
+    A variant marker may equal the method's own (e.g. "s" of LSL): :func:`show` refuses such
+    a pair, and the figure then takes another variant."""
     if method not in STYLES:
         raise ValueError(f"method {method!r} has no look in dprl.plotting.STYLES")
     if variant < 0:
@@ -175,7 +182,30 @@ def style(method: str, variant: int = 0, label: str | None = None) -> dict:
         marker = VARIANT_MARKERS[(variant - 1) % len(VARIANT_MARKERS)]
         linestyle = VARIANT_LINESTYLES[(variant - 1) % len(VARIANT_LINESTYLES)]
     keywords = {"label": label or method, "color": look.colour, "linestyle": linestyle}
-    return keywords | ({"marker": marker} if marker else {})
+    hollow = {"markerfacecolor": "none"} if variant else {}
+    return keywords | ({"marker": marker} | hollow if marker else {})
+
+
+def colour_distance(first: str, second: str) -> float:
+    """The CIE 1976 colour difference (Delta E*ab) of two matplotlib colours, under D65: about
+    2.3 is just noticeable; pairs of the palette below :data:`NEAR_COLOURS` are told apart by
+    hue alone in a small marker only with effort."""
+    return float(np.linalg.norm(_lab(first) - _lab(second)))
+
+
+def _lab(colour: str) -> np.ndarray:
+    """CIELAB coordinates of an sRGB colour (D65 white)."""
+    rgb = np.array(to_rgb(colour))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ linear / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+#: Colour differences (:func:`colour_distance`) below which two markers of one shape are a
+#: near-collision: sky blue and blue (26), orange and vermillion (33), orange and yellow (35).
+NEAR_COLOURS = 36.0
 
 
 STYLE = {
@@ -219,36 +249,53 @@ def mean_and_spread(values: np.ndarray, spread: Spread = "se",
 
 
 def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread = "se",
-         colour: str | None = None, **line_kwargs) -> None:
+         colour: str | None = None, log: bool = False, **line_kwargs) -> None:
     """Plot the mean of ``values`` (trials x len(x)) with a shaded +/- spread band, drawn with
     the label's look in :data:`STYLES` (when it has one), overridden by ``line_kwargs`` (e.g.
-    :func:`style` of a variant) and ``colour``."""
+    :func:`style` of a variant) and ``colour``.
+
+    ``log`` (for a logarithmic y axis) draws the band of the mean's logarithm instead (delta
+    method): mean x/÷ exp(spread / mean), equal to mean +/- spread while the spread is small
+    against the mean, and positive where mean - spread <= 0, which would send the band's
+    lower end to the axis bottom; the mean must then be positive."""
     x = require_array("x", x, ndim=1)
     if np.shape(values)[1:] != x.shape:
         raise ValueError(f"values must have shape (trials, {x.size}), got {np.shape(values)}")
     mean, width = mean_and_spread(values, spread)
+    if log and not np.all(mean > 0):
+        raise ValueError("values must have a positive mean at every x for a band with log=True")
+    lower, upper = (mean * np.exp(-width / mean), mean * np.exp(width / mean)) if log else (
+        mean - width, mean + width)
     keywords = (style(label) if label in STYLES else {"label": label}) | normalize_kwargs(
         line_kwargs, Line2D)
     if colour:
         keywords["color"] = colour
     (line,) = ax.plot(x, mean, **keywords)
-    ax.fill_between(x, mean - width, mean + width, color=line.get_color(), alpha=0.2,
-                    linewidth=0)
+    ax.fill_between(x, lower, upper, color=line.get_color(), alpha=0.2, linewidth=0)
+
+
+_NO_MARKER = (None, "", " ", "None", "none")
+_NO_LINE = ("", " ", "None", "none")
 
 
 def _look(handle) -> tuple[str, str] | None:
-    """(colour, marker) of a legend handle: a line, or the data line of an error bar; None
-    for other artists (bands, bars), which the legend tells apart by their colour alone."""
+    """(colour, marker) of a legend handle: a line, or the data line of an error bar, its
+    marker prefixed "hollow " when unfilled; None for other artists (bands, bars), which the
+    legend tells apart by their colour alone."""
     if isinstance(handle, ErrorbarContainer):
         handle = handle.lines[0]
     if not isinstance(handle, Line2D):
         return None
     marker = handle.get_marker()
-    return to_hex(handle.get_color()), "none" if marker in (None, "", " ", "None") else str(marker)
+    if marker in _NO_MARKER:
+        return to_hex(handle.get_color()), "none"
+    hollow = "hollow " if str(handle.get_markerfacecolor()).lower() == "none" else ""
+    return to_hex(handle.get_color()), hollow + str(marker)
 
 
 def indistinct_entries(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of legend labels of one axes of ``fig`` drawn with the same colour and marker."""
+    """Pairs of legend labels of one axes of ``fig`` drawn with the same colour and marker
+    (filled or hollow)."""
     pairs = []
     for ax in fig.axes:
         seen: dict[tuple[str, str], str] = {}
@@ -262,10 +309,90 @@ def indistinct_entries(fig: Figure) -> list[tuple[str, str]]:
     return pairs
 
 
+#: Where :func:`place_legends` tries a legend that covers data, in this order, before it moves
+#: the legend outside its axes (to the right of the upper corner).
+LEGEND_LOCATIONS = ("upper right", "upper left", "lower left", "lower right", "center right",
+                    "center left", "upper center", "lower center")
+
+
+def _display_path(artist, path: Path) -> Path:
+    return artist.get_transform().transform_path(path)
+
+
+def _line_covered(line: Line2D, box: Bbox) -> bool:
+    """Whether a segment of ``line`` crosses ``box`` or a marker of it lies in ``box``."""
+    path = _display_path(line, line.get_path())
+    finite = path.vertices[np.isfinite(path.vertices).all(axis=1)]
+    if line.get_linestyle() not in _NO_LINE and path.intersects_bbox(box, filled=False):
+        return True
+    return line.get_marker() not in _NO_MARKER and bool(box.count_contains(finite))
+
+
+def _collection_covered(collection, box: Bbox) -> bool:
+    """Whether a point of a scatter, or an edge of a band or of error bars, is in ``box``."""
+    if isinstance(collection, PathCollection):
+        points = collection.get_offset_transform().transform(collection.get_offsets())
+        return bool(box.count_contains(points[np.isfinite(points).all(axis=1)]))
+    return any(_display_path(collection, path).intersects_bbox(box, filled=False)
+               for path in collection.get_paths())
+
+
+def covers_data(box: Bbox, ax: Axes) -> bool:
+    """Whether the display-coordinate ``box`` hides data of ``ax`` inside the axes: a line's
+    segment or marker, a scatter point, the edge of a band or error bar, or part of a bar."""
+    box = Bbox.intersection(box, ax.bbox)
+    if box is None or box.width <= 0 or box.height <= 0:
+        return False
+    return (any(_line_covered(line, box) for line in ax.lines if line.get_visible())
+            or any(_collection_covered(c, box) for c in ax.collections if c.get_visible())
+            or any(_display_path(p, p.get_path()).intersects_bbox(box)
+                   for p in ax.patches if p.get_visible()))
+
+
+def _legend_covers(legend: Legend, ax: Axes) -> bool:
+    return covers_data(legend.get_window_extent(legend.figure.canvas.get_renderer()), ax)
+
+
+def covered_data(fig: Figure) -> list[str]:
+    """The legends of ``fig`` that cover data (:func:`covers_data`): an axes legend over its
+    own axes, a figure legend over any axes; one description per legend and axes."""
+    fig.draw_without_rendering()
+    found = [f"the legend of axes {i} ({ax.get_title() or 'untitled'})"
+             for i, ax in enumerate(fig.axes) if ax.get_legend() and _legend_covers(
+                 ax.get_legend(), ax)]
+    return found + [f"a figure legend over axes {i} ({ax.get_title() or 'untitled'})"
+                    for legend in fig.legends for i, ax in enumerate(fig.axes)
+                    if _legend_covers(legend, ax)]
+
+
+def place_legends(fig: Figure) -> None:
+    """Move each axes legend of ``fig`` that covers data of its axes to the first location of
+    :data:`LEGEND_LOCATIONS` where it covers none, else outside the axes, right of their upper
+    corner (constrained layout makes room for it)."""
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not _legend_covers(legend, ax):
+            continue
+        for location in LEGEND_LOCATIONS:
+            legend.set_loc(location)
+            if not _legend_covers(legend, ax):
+                break
+        else:
+            legend.set_loc("upper left")
+            legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+            fig.draw_without_rendering()
+
+
 def show(fig: Figure) -> None:
     """Show ``fig`` after checking that no two legend entries of one axes share colour and
-    marker (:func:`indistinct_entries`); raises ValueError naming them otherwise."""
+    marker (:func:`indistinct_entries`) and moving legends off the data (:func:`place_legends`);
+    raises ValueError naming the entries, or a figure legend that covers data, otherwise."""
     pairs = indistinct_entries(fig)
     if pairs:
         raise ValueError(f"fig: legend entries drawn alike (same colour and marker): {pairs}")
+    place_legends(fig)
+    covered = covered_data(fig)
+    if covered:
+        raise ValueError(f"fig: legends cover plotted data: {covered}")
     plt.show()

@@ -1,5 +1,7 @@
 """Every figure of the book is a captioned, labelled figure with alt text, shown through
-:func:`dprl.plotting.show` (which refuses legend entries drawn alike; issue 15, section 5).
+:func:`dprl.plotting.show` (which refuses legend entries drawn alike, issue 15, section 5, and a
+figure legend over plotted data, and moves an axes legend off the data, issue 30, item 5: so
+nbval's re-execution of a chapter checks its legends).
 
 MyST-NB renders a code cell's image as a numbered figure from the cell's metadata
 ``{"mystnb": {"figure": {"caption": ..., "name": "fig-..."}, "image": {"alt": ...}}}``; it wraps

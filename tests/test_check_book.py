@@ -2,6 +2,7 @@
 hand-written pages (the browser itself runs in `make check-book`, after `make book`)."""
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,92 @@ def test_ci_runs_the_browser_check_after_the_build():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make check-book" in ci and ci.index("make book") < ci.index("make check-book")
     assert "check-book:" in (ROOT / "Makefile").read_text()
+
+
+PROSE = "<article><h1>T</h1>{}</article>"
+
+
+@pytest.mark.parametrize("body", [
+    "<p>its delta is far above</p><ol><li><p>This is why the paper</p></li></ol>",
+    "<p>the sum of a</p><ul><li>b is c</li></ul>",
+])
+def test_a_one_item_list_splitting_a_sentence_is_a_problem(body):
+    found = check_book.list_problems(PROSE.format(body), "p.html")
+    assert len(found) == 1 and "one-item" in found[0], found
+
+
+@pytest.mark.parametrize("body", [
+    "<p>Two data sets are</p><ul><li><p>a;</p></li><li><p>b.</p></li></ul>",  # a run-in list
+    "<p>One thing to note:</p><ol><li>x</li></ol>",
+    "<p>far above</p> text <ol><li>x</li></ol>",  # text between: not right after the paragraph
+    "<div><p>far above</p></div><ol><li>x</li></ol>",
+])
+def test_run_in_lists_and_lists_after_a_colon_pass(body):
+    assert check_book.list_problems(PROSE.format(body), "p.html") == []
+
+
+def test_lists_outside_the_article_are_not_read():
+    page = "<nav><p>Part</p><ul><li>one chapter</li></ul></nav>" + PROSE.format("")
+    assert check_book.list_problems(page, "p.html") == []
+
+
+def test_outputs_wider_than_the_allowed_columns_are_problems():
+    limit = check_book.OUTPUT_COLUMNS_ALLOWED * 600
+    meta = f'[[{limit + 1}, 600, "long"], [{limit}, 600, "at the limit"]]'
+    rendered = check_book.parse(f"<meta name='check-book-wide-outputs' content='{meta}'>")
+    assert check_book.wide_output_problems(rendered, "p.html") == [
+        f"p.html: a text output is {limit + 1} px wide in a 600 px column (print it as a "
+        f"dprl.tables.Table or in shorter lines): 'long'"]
+    assert check_book.wide_output_problems(check_book.parse("<p>x</p>"), "p.html") == [
+        "p.html: the output-width script did not run"]
+
+
+def test_the_measuring_script_goes_into_the_head():
+    page = check_book.with_measurement("<html><head><title>t</title></head><body></body>")
+    assert page.index(check_book.MEASURE_SCRIPT) < page.index("</head>")
+
+
+BROWSER = next(filter(None, map(shutil.which, check_book.BROWSERS)), None)
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium (make check-book installs it)")
+def test_the_browser_measures_a_long_output_line_and_not_code_or_claims(tmp_path):
+    long_line = "x = 1; " * 400
+    claim = "CLAIM [a] HOLDS: s | " + "y=2, " * 400
+    page = (f"<html><head></head><body><article><div class='cell_input'><pre>{long_line}</pre>"
+            f"</div><div class='cell_output'><pre>short\n{claim}</pre></div>"
+            f"<div class='cell_output'><pre style='white-space: pre-wrap'>{long_line}</pre>"
+            f"</div></article></body></html>")
+    (tmp_path / "p.html").write_text(page)
+    server = check_book.serve(tmp_path)
+    try:
+        found = check_book.check_page("p.html", tmp_path,
+                                      f"http://127.0.0.1:{server.server_address[1]}/",
+                                      BROWSER, tmp_path)
+    finally:
+        server.shutdown()
+    assert len(found) == 1 and "a text output is" in found[0] and "'x = 1;" in found[0], found
+
+
+@pytest.mark.parametrize(("page", "problem"), [
+    ("<p>118 claims</p>", "no <table>"),
+    ("<table><tr><td>HOLDS</td></tr></table><a href='../x/c.html'>c</a>", "no link from its tables"),
+    ("<table><tr><td><a href='../x/c.html'>HOLDS</a></td></tr></table>",
+     "../x/c.html links to a chapter but to none of its sections"),
+])
+def test_a_scorecard_without_section_links_is_a_problem(page, problem):
+    found = check_book.scorecard_problems(check_book.parse(page), "s.html")
+    assert len(found) == 1 and problem in found[0], found
+
+
+def test_a_scorecard_linking_every_verdict_to_a_section_passes(tmp_path):
+    page = ("<table><tr><td><a href='../x/c.html#sec'>HOLDS</a></td></tr></table>"
+            "<a href='../index.html'>home</a>")
+    assert check_book.scorecard_problems(check_book.parse(page), "s.html") == []
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "c.html").write_text('<section id="other"></section>')
+    (tmp_path / "s").mkdir()
+    (tmp_path / "index.html").write_text("")
+    assert check_book.reference_problems(check_book.parse(page), "s/s.html", tmp_path,
+                                         check_book.page_ids) == [
+        "s/s.html: ../x/c.html#sec points at no anchor #sec"]

@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 
 from dprl.claims import (NULL_LEVEL, CountRule, agreement_tail, cell_test_rate, claim, collect,
                          net_count_tail)
@@ -109,16 +110,50 @@ def test_claims_carry_the_papers_section(tmp_path, capsys):
         claim("Balle, 2016", "s", True)
 
 
-def test_scorecard_table_has_one_row_per_claim_with_a_link_to_its_chapter():
-    from dprl.claims import Verdict, scorecard_table
+def test_verdict_table_links_each_verdict_to_its_section_and_hides_the_numbers():
+    from dprl.claims import Verdict, verdict_table
 
-    table = scorecard_table([Verdict("Balle 2016", "s1", "FAILS", "x=1", "balle2016/a", "Sec. 6"),
-                             Verdict("book", "s2", "HOLDS", "", "primer/b")])
-    lines = table.splitlines()
-    assert lines[0] == "| verdict | paper | section | claim | chapter | numbers |"
-    assert lines[2] == ("| **FAILS** | Balle 2016 | Sec. 6 | s1 | "
-                        "[balle2016/a](../balle2016/a.ipynb) | x=1 |")
-    assert len(lines) == 4 and scorecard_table([]) == "no claims evaluated yet"
+    verdicts = [Verdict("Balle 2016", "s2 <b>", "FAILS", "x=1", "balle2016/b", "Sec. 6", "sec-b"),
+                Verdict("Balle 2016", "s1", "HOLDS", "y=2", "balle2016/a", "", "sec-a"),
+                Verdict("book", "s3", "HOLDS", "", "primer/c")]
+    table = verdict_table(verdicts, "Balle 2016")
+    page = table._repr_html_()
+    assert page.count("<tr>") == 3 and "primer/c" not in page  # a header and two claims
+    assert page.index('href="../balle2016/a.html#sec-a"') < page.index(
+        'href="../balle2016/b.html#sec-b"')  # by chapter
+    assert "<details><summary>balle2016/b</summary>x=1</details>" in page
+    assert "s2 &lt;b&gt;" in page and "x=1" not in repr(table)
+    assert repr(table).splitlines()[0].split() == ["verdict", "section", "claim", "chapter"]
+    with pytest.raises(ValueError, match="source"):
+        verdict_table(verdicts, "Wang 2019")
+
+
+def test_collect_records_the_section_of_each_verdict(tmp_path, capsys):
+    from dprl.claims import verdict_table
+
+    claim("book", "a claim", True, a=1)
+    line = capsys.readouterr().out
+    (tmp_path / "c.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "code", "outputs": [{"output_type": "stream", "text": line}]},
+        {"cell_type": "markdown", "source": "# Title\n\n## The *eps* of $m$ runs\ntext"},
+        {"cell_type": "markdown", "source": "no heading here"},
+        {"cell_type": "code", "outputs": [{"output_type": "stream", "text": line}]}]}))
+    found = collect(tmp_path)
+    assert [v.anchor for v in found] == ["", "the-eps-of-m-runs"]
+    assert found[0].section == ""  # a claim made in no section of its source
+    assert "<td></td>" in verdict_table(found, "book")._repr_html_()
+
+
+def test_scorecard_figure_draws_one_bar_segment_per_source_and_verdict():
+    from dprl.claims import VERDICT_COLOURS, Verdict, scorecard_figure
+
+    fig = scorecard_figure([Verdict("A", "s1", "HOLDS", ""), Verdict("A", "s2", "FAILS", ""),
+                            Verdict("B", "s3", "HOLDS", "")])
+    (ax,) = fig.axes
+    widths = {(p.get_y(), to_hex(p.get_facecolor())): p.get_width() for p in ax.patches}
+    assert sorted(widths.values()) == [0, 0, 0, 1, 1, 1]
+    assert {colour for _, colour in widths} == {c.lower() for c in VERDICT_COLOURS.values()}
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["holds", "fails", "partial"]
 
 
 # --- criteria that chance cannot pass (issue 28) ---------------------------------------------

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dprl.plotting import (band, indistinct_entries, mean_and_spread, show,  # noqa: E402
+from dprl.plotting import (band, indistinct_entries, mean_and_spread, show, style,  # noqa: E402
                            use_book_style)
 
 
@@ -95,3 +95,129 @@ def test_no_method_is_given_two_looks():
                    and getattr(node.target, "id", None) == "STYLES")
     keys = [key.value for key in literal.keys]
     assert sorted({k for k in keys if keys.count(k) > 1}) == []
+
+
+def _legend_over(ax_fill) -> plt.Figure:
+    """A figure whose upper-right legend sits on data drawn by ``ax_fill(ax, x)``."""
+    use_book_style()
+    fig, ax = plt.subplots()
+    x = np.linspace(0.0, 1.0, 50)
+    ax_fill(ax, x)
+    ax.plot(x, 0.5 * x, label="below")
+    ax.set(xlim=(0.0, 1.0), ylim=(0.0, 1.0))
+    ax.legend(loc="upper right")
+    return fig
+
+
+@pytest.mark.parametrize("draw", [
+    lambda ax, x: ax.plot(x, np.full_like(x, 0.95), label="line"),
+    lambda ax, x: ax.plot(x[::7], np.full(8, 0.95), "o", ls="none", label="markers"),
+    lambda ax, x: ax.scatter([0.9], [0.95], label="scatter"),
+    lambda ax, x: ax.fill_between(x, 0.9, 1.0, label="band"),
+    lambda ax, x: ax.bar([0.9], [1.0], width=0.2, label="bar"),
+])
+def test_a_legend_over_data_is_found_and_moved_off_it(draw):
+    from dprl.plotting import covered_data, place_legends
+    fig = _legend_over(draw)
+    assert covered_data(fig) == ["the legend of axes 0 (untitled)"]
+    place_legends(fig)
+    assert covered_data(fig) == []
+    plt.close(fig)
+
+
+def test_a_legend_clear_of_the_data_stays_where_it_is():
+    from dprl.plotting import covered_data, place_legends
+    fig = _legend_over(lambda ax, x: ax.plot(x, 0.2 * x, label="low"))
+    place_legends(fig)
+    assert covered_data(fig) == [] and fig.axes[0].get_legend()._loc == 1  # upper right
+    plt.close(fig)
+
+
+def test_a_legend_with_no_free_corner_goes_outside_the_axes():
+    from dprl.plotting import covered_data, place_legends
+    fig, ax = plt.subplots()
+    ax.fill_between([0, 1], [0, 0], [1, 1], label="everywhere")  # the band's edges: the frame
+    ax.plot([0, 1], [0, 1], label="diagonal")
+    ax.plot([0, 1], [1, 0], label="anti-diagonal")
+    ax.axhline(0.5, label="middle")
+    ax.axvline(0.5, label="centre")
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.legend()
+    place_legends(fig)
+    fig.draw_without_rendering()
+    legend_box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert covered_data(fig) == [] and legend_box.x0 >= ax.bbox.x1
+    plt.close(fig)
+
+
+def test_show_refuses_a_figure_legend_over_data():
+    fig, ax = plt.subplots()
+    x = np.linspace(0.0, 1.0, 50)
+    ax.plot(x, np.full_like(x, 0.5), label="flat")
+    fig.legend(loc="center")
+    with pytest.raises(ValueError, match="figure legend over axes 0"):
+        show(fig)
+    plt.close(fig)
+
+
+#: The methods that share axes across the policy-evaluation chapters (primer, Balle, Xie).
+ESTIMATORS = ("non-private", "LSW", "DP-LSW", "LSL", "DP-LSL", "LSTD", "WIS-LSTD", "GPOPE",
+              "GTD2", "TD(0)", "Monte Carlo")
+
+
+def _marker_look(method, variant=0):
+    keywords = style(method, variant)
+    return (keywords["color"], keywords.get("markerfacecolor", "filled"), keywords.get("marker"))
+
+
+def _near(first, second):
+    """Two looks a reader may confuse: one marker, filled alike, colours near or equal."""
+    from dprl.plotting import NEAR_COLOURS, colour_distance
+    return first[1:] == second[1:] and colour_distance(first[0], second[0]) < NEAR_COLOURS
+
+
+def test_near_colours_of_the_palette_are_the_known_pairs():
+    from dprl.plotting import BLUE, NEAR_COLOURS, ORANGE, PALETTE, SKY, VERMILLION, YELLOW
+    from dprl.plotting import colour_distance
+    near = {frozenset((a, b)) for i, a in enumerate(PALETTE) for b in PALETTE[i + 1:]
+            if colour_distance(a, b) < NEAR_COLOURS}
+    assert near == {frozenset(p) for p in ((SKY, BLUE), (ORANGE, VERMILLION), (ORANGE, YELLOW))}
+    assert colour_distance("#ffffff", "#000000") == pytest.approx(100.0, abs=0.01)
+
+
+def test_estimators_and_their_variants_are_never_drawn_near_alike():
+    bases = {method: _marker_look(method) for method in ESTIMATORS}
+    clashes = [(a, b) for i, a in enumerate(ESTIMATORS) for b in ESTIMATORS[i + 1:]
+               if _near(bases[a], bases[b])]
+    clashes += [(f"{a} variant {k}", b) for a in ESTIMATORS for k in range(1, 5)
+                for b in ESTIMATORS if b != a and _near(_marker_look(a, k), bases[b])]
+    assert clashes == []
+    # the near-collision of issue 28: GPOPE's variant square against DP-LSL's square
+    assert _near(("#D55E00", "filled", "s"), _marker_look("DP-LSL"))
+
+
+def test_variants_are_hollow_and_told_apart_from_the_filled_look():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], **style("DP-LSL"))
+    ax.plot([0, 1], [1, 0], **style("DP-LSL", 1, "DP-LSL, 10x"))  # the same "s", hollow
+    assert style("GPOPE", 1)["markerfacecolor"] == "none" and "markerfacecolor" not in style(
+        "GPOPE")
+    assert indistinct_entries(fig) == []
+    plt.close(fig)
+
+
+def test_a_log_band_stays_positive_and_matches_the_linear_band_when_narrow():
+    fig, ax = plt.subplots()
+    wide = np.array([[-0.5, 1.0], [3.0, 1.001], [0.1, 0.999]])  # mean - se < 0 at x = 0
+    band(ax, np.arange(2), wide, "LSTD", "se", log=True)
+    band(ax, np.arange(2), wide, "TD(0)", "se")
+    log_lower = ax.collections[0].get_paths()[0].vertices[:, 1].min()
+    linear_lower = ax.collections[1].get_paths()[0].vertices[:, 1].min()
+    mean, se = mean_and_spread(wide, "se")
+    assert linear_lower == pytest.approx(mean[0] - se[0]) and linear_lower < 0
+    assert log_lower == pytest.approx(mean[0] * np.exp(-se[0] / mean[0])) and log_lower > 0
+    narrow = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert np.isclose(narrow, mean[1] - se[1], rtol=1e-6).any()  # ~ mean - se where se << mean
+    with pytest.raises(ValueError, match="positive mean"):
+        band(ax, np.arange(2), -wide, "LSTD", log=True)
+    plt.close(fig)
