@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from collections.abc import Callable, Sequence
 
@@ -23,9 +22,11 @@ run again. With --all: every experiment, each after the results it reads.
 
 The batches run one after another here; with --jobs N, on N worker processes of
 this machine; with --scheduler (or DPRL_SCHEDULER), on the workers of a running
-dask cluster, which need this checkout's commit, the pinned floating point
-(env $(python -m dprl env) dask worker ...) and the results folder on a
-shared filesystem."""
+dask cluster; with --slurm N, on N Slurm jobs' workers. With --all on dask, the
+batches of every experiment are submitted at once, each experiment's waiting for
+the results it reads. Workers need this checkout's commit and the pinned floating
+point (env $(python -m dprl env) dask worker ...); without the results folder on
+a filesystem they share, the batches come back here to be saved."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,33 +96,34 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dprl.experiments.runner import Interrupted, WorkerRefused, remeasure
+    from dprl.experiments.runner import Interrupted, WorkerLost, WorkerRefused, remeasure
+    from dprl.experiments.slurm import MissingExtra
 
     if (args.experiment is None) == (not args.all):
         args.parser.error("give one experiment id or --all")
     if args.remeasure and args.all:
         args.parser.error("--remeasure takes one experiment id")
+    workers = {"jobs": args.jobs, "scheduler": args.scheduler, "slurm": args.slurm,
+               "shared_fs": False if args.no_shared_fs else None}
     try:
         if args.all:
             from dprl.experiments.plan import compute_table, run_all
 
-            runner = None if args.scheduler is None else functools.partial(
-                run, scheduler=args.scheduler)
-            print(compute_table(run_all(args.scale, args.results_dir, jobs=args.jobs,
-                                        runner=runner)))
+            print(compute_table(run_all(args.scale, args.results_dir,
+                                        resume=not args.restart, **workers)))
             return 0
         if args.remeasure:
-            result = remeasure(args.experiment, args.scale, args.results_dir, jobs=args.jobs,
-                               scheduler=args.scheduler)
+            result = remeasure(args.experiment, args.scale, args.results_dir, **workers)
             print(f"{args.experiment} ({args.scale}): the same bits; recorded "
                   f"{result.provenance['cpu_time_s']:.1f} CPU s")
             return 0
         result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
-                     jobs=args.jobs, scheduler=args.scheduler)
+                     **workers)
     except Interrupted as stopped:
         print(f"\ninterrupted: {stopped}", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, WorkerRefused, ConnectionError) as error:
+    except (ValueError, FileNotFoundError, WorkerRefused, WorkerLost, ConnectionError,
+            MissingExtra) as error:
         print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
         return 1
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
@@ -173,6 +175,13 @@ def parser() -> argparse.ArgumentParser:
     runner.add_argument("--scheduler", metavar="ADDRESS",
                         help="a running dask scheduler (tcp://host:port) whose workers compute "
                              "the batches (the same result); default: $DPRL_SCHEDULER, if set")
+    runner.add_argument("--slurm", type=_positive_int, metavar="WORKERS",
+                        help="submit WORKERS Slurm jobs, each a dask worker from this checkout "
+                             "(needs dask-jobqueue: pip install -e .[slurm]; partition, "
+                             "account, walltime from dask's jobqueue.slurm config)")
+    runner.add_argument("--no-shared-fs", action="store_true",
+                        help="the workers do not see the results folder: the batches come "
+                             "back here to be saved (default: ask the workers)")
     runner.add_argument("--remeasure", action="store_true",
                         help="recompute a current stored result, require the same bits and "
                              "record the compute in its sidecar (for results made before "

@@ -186,9 +186,10 @@ def test_run_all_keeps_current_results_and_recomputes_what_depends_on_a_new_one(
     """run_all's plan with a stand-in runner that writes a current result instantly."""
     computed: list[str] = []
 
-    def runner(experiment_id, scale, results_dir, progress, jobs):
-        computed.append(experiment_id)
-        _result_files(Path(results_dir), experiment_id, scale)
+    def runner(experiment_ids, scale, results_dir, progress, jobs):
+        computed.extend(experiment_ids)
+        for experiment_id in experiment_ids:
+            _result_files(Path(results_dir), experiment_id, scale)
 
     steps = run_all("smoke", tmp_path, runner=runner, report=lambda line: None)
     assert computed == run_order() and all(step.computed for step in steps)
@@ -202,7 +203,7 @@ def test_run_all_keeps_current_results_and_recomputes_what_depends_on_a_new_one(
                         "xie2019-hiv-large"]
     assert any("xie2019-hiv-policy: computing (result corrupt)" in line for line in lines)
     assert any("xie2019-hiv: computing (its inputs xie2019-hiv-policy, xie2019-hiv-tuning "
-               "were recomputed)" in line for line in lines)
+               "are recomputed)" in line for line in lines)
     table = compute_table(steps)
     assert len(table.splitlines()) == len(run_order()) + 2
     assert re.search(r"xie2019-hiv-tuning\s+computed\s+2.5 s", table)
@@ -216,8 +217,8 @@ def test_run_all_keeps_current_results_and_recomputes_what_depends_on_a_new_one(
 def test_run_all_from_the_command_line_ends_with_the_table(tmp_path, monkeypatch, capsys):
     import dprl.experiments.plan as plan
 
-    monkeypatch.setattr(plan, "run", lambda experiment_id, scale, results_dir, progress, jobs:
-                        _result_files(Path(results_dir), experiment_id, scale))
+    monkeypatch.setattr(plan, "run_many", lambda ids, scale, results_dir, **options: [
+        _result_files(Path(results_dir), experiment_id, scale) for experiment_id in ids])
     assert main(["run", "--all", "--results-dir", str(tmp_path), "--jobs", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"[1/{len(run_order())}] ") and out[-1].startswith("total")

@@ -1,9 +1,13 @@
 """The runner on dask distributed: batches as tasks on a LocalCluster (--jobs N) or on the
-workers of a running scheduler (--scheduler, DPRL_SCHEDULER) give the serial run's bits; a
-worker started with other floating-point settings is refused before any batch is submitted."""
+workers of a running scheduler (--scheduler, DPRL_SCHEDULER) give the serial run's bits, also
+when a worker is killed or the workers cannot see the results folder; a worker started with
+other floating-point settings is refused before any batch is submitted."""
 
 import json
+import logging
 import os
+import platform
+import re
 import signal
 import subprocess
 import sys
@@ -13,12 +17,14 @@ from types import SimpleNamespace
 import dask
 import numpy as np
 import pytest
-from distributed import Client
+import psutil
+from distributed import Client, LocalCluster
 
 from dprl.__main__ import main
 from dprl.experiments import get, result_paths, run, runner
+from dprl.experiments.runner import run_many
 from dprl.experiments.registry import config_to_dict
-from dprl.floating_point import settings
+from dprl.floating_point import processor, settings
 from dprl.paths import REPO_ROOT
 
 EXPERIMENT = "primer-policy-evaluation"  # smoke scale: 4 trials in 2 batches, about 2 s
@@ -45,6 +51,12 @@ def test_jobs_run_the_batches_on_a_local_cluster_with_the_serial_bits(serial, tm
     environment = dict(os.environ)
     result = run(EXPERIMENT, "smoke", tmp_path, progress=False, jobs=2)
     _assert_same_bits(serial, result)
+    [machine] = result.provenance["workers"]  # the workers' machine: this one
+    cpu = processor()
+    assert machine["hostname"] == platform.node() and 1 <= machine["workers"] <= 2
+    assert (machine["vendor"], machine["model"], machine["batches"]) == (
+        cpu["vendor"], cpu["model"], 2)
+    assert "workers" not in serial.provenance
     assert not result_paths(EXPERIMENT, "smoke", tmp_path)[2].exists()
     assert dict(os.environ) == environment  # the cluster's nannies leave no variable behind
 
@@ -164,7 +176,7 @@ def test_a_batch_on_a_worker_that_joined_after_the_check_is_refused(tmp_path):
     wanted = runner._environment_at_start(names)
     other = dict(wanted, OPENBLAS_NUM_THREADS="7")
     with pytest.raises(runner.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
-        runner._compute_batch_checked(other, EXPERIMENT, "smoke", 0, 2, tmp_path)
+        runner._batch_task(other, EXPERIMENT, "smoke", 0, 2, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -197,17 +209,138 @@ def test_an_unreachable_scheduler_is_one_error(tmp_path, capsys):
         "python -m dprl run: error: cannot connect to the dask scheduler at tcp://127.0.0.1:9")
 
 
-def test_run_all_hands_the_scheduler_to_every_run(tmp_path, monkeypatch):
-    import dprl.__main__ as command_line
+def test_run_all_hands_the_workers_to_one_call(tmp_path, monkeypatch):
+    import dprl.experiments.plan as plan
 
-    schedulers = []
+    calls = []
 
-    def instant(experiment_id, scale, results_dir, progress, jobs, scheduler):
-        schedulers.append(scheduler)
-        arrays, sidecar, _ = result_paths(experiment_id, scale, results_dir)
-        record = {"config": config_to_dict(get(experiment_id).config(scale)), "wall_time_s": 1.0}
-        runner._write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
+    def instant(experiment_ids, scale, results_dir, **options):
+        calls.append((list(experiment_ids), options))
+        for experiment_id in experiment_ids:
+            arrays, sidecar, _ = result_paths(experiment_id, scale, results_dir)
+            record = {"config": config_to_dict(get(experiment_id).config(scale)),
+                      "wall_time_s": 1.0}
+            runner._write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
 
-    monkeypatch.setattr(command_line, "run", instant)
-    assert main(["run", "--all", "--scheduler", "tcp://h:1", "--results-dir", str(tmp_path)]) == 0
-    assert schedulers and set(schedulers) == {"tcp://h:1"}
+    monkeypatch.setattr(plan, "run_many", instant)
+    assert main(["run", "--all", "--scheduler", "tcp://h:1", "--no-shared-fs",
+                 "--results-dir", str(tmp_path)]) == 0
+    [(computed, options)] = calls
+    assert computed == plan.run_order()
+    assert options == {"progress": True, "jobs": 1, "scheduler": "tcp://h:1", "slurm": None,
+                       "shared_fs": False, "resume": True}
+
+
+def _batches(partial) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in partial.glob("batch-*.npz")}
+
+
+def _arrays(path) -> dict[str, bytes]:
+    with np.load(path) as stored:
+        return {name: stored[name].tobytes() for name in stored.files}
+
+
+def _slow_command(results_dir, jobs: int) -> list[str]:
+    return [sys.executable, "tests/slow_experiment.py", "run", "test-slow",
+            "--results-dir", str(results_dir), "--jobs", str(jobs)]
+
+
+def test_a_killed_worker_loses_no_finished_batch_and_the_rerun_gives_the_serial_bits(tmp_path):
+    """A worker process killed mid-run (the scheduler told to retry nothing): one error line,
+    exit status 1; every batch saved before is still there, the same bytes; the same command
+    resumes from them and gives the bits of a serial run."""
+    partial = result_paths("test-slow", "smoke", tmp_path / "dask")[2]
+    process = subprocess.Popen(_slow_command(tmp_path / "dask", 2), cwd=REPO_ROOT, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, env=dict(
+                                   os.environ, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0"))
+    deadline = time.monotonic() + 300
+    while len(_batches(partial)) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    saved = _batches(partial)
+    assert process.poll() is None and len(saved) >= 2, "the run did not get going"
+    workers = [child for child in psutil.Process(process.pid).children()
+               if "spawn_main" in " ".join(child.cmdline())]
+    assert len(workers) == 2
+    workers[0].kill()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err
+    assert "error: a dask worker died computing a batch" in err and "Traceback" not in err, err
+    assert {name: _batches(partial).get(name) for name in saved} == saved
+    runs = {jobs: subprocess.run(_slow_command(folder, jobs), cwd=REPO_ROOT, text=True,
+                                 capture_output=True, timeout=600)
+            for folder, jobs in ((tmp_path / "dask", 2), (tmp_path / "serial", 1))}
+    assert [done.returncode for done in runs.values()] == [0, 0], runs
+    assert int(re.search(r"(\d+)/24", runs[2].stderr)[1]) >= 2 * len(saved), runs[2].stderr
+    assert _arrays(result_paths("test-slow", "smoke", tmp_path / "dask")[0]) == _arrays(
+        result_paths("test-slow", "smoke", tmp_path / "serial")[0])
+
+
+@pytest.fixture
+def hidden(tmp_path, monkeypatch):
+    """A LocalCluster whose two workers cannot open, list or write anything in the results
+    folder ``tmp_path / 'hidden'`` (tests/slow_experiment.py, preloaded, hides it), as
+    workers on machines without the client's filesystem; the test experiments registered
+    here and there."""
+    import slow_experiment
+
+    folder = tmp_path / "hidden"
+    monkeypatch.setenv(slow_experiment.RESULTS_ENV, str(folder))
+    with runner._environment_kept(), LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=0,
+            dashboard_address=None, silence_logs=logging.ERROR,
+            preload=["slow_experiment"]) as local, Client(
+                local, set_as_default=False) as client:
+        yield SimpleNamespace(folder=folder, client=client, address=local.scheduler_address)
+
+
+def test_workers_without_the_results_folder_get_their_inputs_from_here(hidden, tmp_path,
+                                                                       monkeypatch):
+    """run_many on workers that cannot see the results folder (found out by asking them):
+    test-reader's batches get test-source's result, computed in the same call, from here,
+    and the batches come back here to be saved; the same bits as a serial run."""
+    hidden.folder.mkdir()
+    assert not runner._shared_filesystem(hidden.client, hidden.folder)
+    found = run_many(["test-reader", "test-source"], "smoke", hidden.folder, progress=False,
+                     scheduler=hidden.address)
+    monkeypatch.setenv("DPRL_TEST_RESULTS", str(tmp_path / "serial"))
+    serial = run_many(["test-source", "test-reader"], "smoke", tmp_path / "serial",
+                      progress=False)
+    for name in ("test-source", "test-reader"):
+        _assert_same_bits(serial[name], found[name])
+        assert found[name].provenance["workers"][0]["batches"] == len(
+            runner._batches(get(name).config("smoke")))
+        assert runner.load(name, "smoke", hidden.folder).arrays.keys() == found[name].arrays.keys()
+    # the reader's trials read the source's result: without it, they fail
+    monkeypatch.setenv("DPRL_TEST_RESULTS", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError, match="no stored result for 'test-source'"):
+        run_many(["test-reader"], "smoke", tmp_path / "empty", progress=False)
+
+
+def test_slurm_jobs_start_pinned_workers_from_this_checkout(monkeypatch):
+    """The job script of ``--slurm`` (built, not submitted): to the checkout, the pinned
+    floating point exported, one single-threaded worker of this Python; a ValueError for a
+    bad count; a one-line error naming pip install dask-jobqueue without it."""
+    from dprl.experiments import slurm
+
+    with pytest.raises(ValueError, match="slurm must be >= 1, got 0"):
+        run(EXPERIMENT, "smoke", progress=False, slurm=0)
+    with pytest.raises(ValueError, match="slurm=2 starts the workers"):
+        run(EXPERIMENT, "smoke", progress=False, slurm=2, jobs=2)
+    try:
+        import dask_jobqueue  # noqa: F401
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "dask_jobqueue", None)
+        with pytest.raises(slurm.MissingExtra, match="pip install dask-jobqueue"):
+            slurm.slurm_cluster(1)
+        pytest.skip("dask-jobqueue is not installed (pip install dask-jobqueue)")
+    monkeypatch.setattr(dask_jobqueue.SLURMCluster, "scale", lambda self, jobs: None)
+    with slurm.slurm_cluster(2) as cluster:
+        script = cluster.job_script()
+    lines = script.splitlines()
+    cd, export = slurm.job_script_prologue()
+    assert cd == f"cd {REPO_ROOT}" and export == f"export $({sys.executable} -m dprl env)"
+    worker = next(line for line in lines if "distributed.cli.dask_worker" in line)
+    assert lines.index(cd) < lines.index(export) < lines.index(worker)
+    assert worker.startswith(sys.executable) and "--nthreads 1" in worker
+    assert "#SBATCH -J dprl" in script

@@ -1,9 +1,10 @@
 """Regenerating the book's data in one command: every experiment in dependency order.
 
 ``python -m dprl run --all --scale paper`` computes each registered experiment after the ones
-it reads (:attr:`~dprl.experiments.registry.Experiment.after`), skips results that are
-current, recomputes those whose inputs were recomputed in the same call, and ends with a
-table of compute times.
+it reads (:attr:`~dprl.experiments.registry.Experiment.after`; on dask, all at once, each
+experiment's batches waiting for the results they read), skips results that are current,
+recomputes those whose inputs are recomputed in the same call, and ends with a table of
+compute times.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dprl.experiments.registry import all_experiments, get
-from dprl.experiments.runner import RESULTS_DIR, result_paths, run, status
+from dprl.experiments.runner import RESULTS_DIR, result_paths, run_many, status
 
 
 def run_order(experiment_ids: Iterable[str] | None = None) -> list[str]:
@@ -54,27 +56,27 @@ class Step:
 
 def run_all(scale: str = "paper", results_dir: Path | str = RESULTS_DIR, jobs: int = 1,
             progress: bool = True, runner: Callable | None = None,
-            report: Callable[[str], None] = print) -> list[Step]:
+            report: Callable[[str], None] = print, **options: Any) -> list[Step]:
     """Every experiment at ``scale`` in :func:`run_order`: a current result is kept unless
-    one of its dependencies was computed in this call. ``runner`` computes one experiment
-    (default :func:`~dprl.experiments.runner.run`); ``report`` receives a line per
-    experiment as it starts."""
-    runner = run if runner is None else runner
-    order, computed, steps = run_order(), set(), []
+    one of its dependencies is computed in this call. ``runner`` computes the others in one
+    call (default :func:`~dprl.experiments.runner.run_many`, with ``options``: scheduler,
+    slurm, shared_fs, resume); ``report`` receives a line per experiment, first."""
+    order, computed = run_order(), []
     for number, experiment_id in enumerate(order, 1):
         state = status(experiment_id, scale, results_dir)
-        changed_inputs = sorted(set(get(experiment_id).after) & computed)
+        changed_inputs = sorted(set(get(experiment_id).after) & set(computed))
         if state == "current" and not changed_inputs:
             report(f"[{number}/{len(order)}] {experiment_id}: current, kept")
-        else:
-            why = f"its inputs {', '.join(changed_inputs)} were recomputed" if (
-                state == "current") else f"result {state}"
-            report(f"[{number}/{len(order)}] {experiment_id}: computing ({why})")
-            runner(experiment_id, scale, results_dir, progress=progress, jobs=jobs)
-            computed.add(experiment_id)
-        steps.append(Step(experiment_id, experiment_id in computed,
-                          _compute_time(experiment_id, scale, results_dir)))
-    return steps
+            continue
+        why = f"its inputs {', '.join(changed_inputs)} are recomputed" if (
+            state == "current") else f"result {state}"
+        report(f"[{number}/{len(order)}] {experiment_id}: computing ({why})")
+        computed.append(experiment_id)
+    if computed:
+        (run_many if runner is None else runner)(computed, scale, results_dir,
+                                                 progress=progress, jobs=jobs, **options)
+    return [Step(experiment_id, experiment_id in computed,
+                 _compute_time(experiment_id, scale, results_dir)) for experiment_id in order]
 
 
 def _compute_time(experiment_id: str, scale: str, results_dir: Path | str) -> float:

@@ -7,6 +7,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,14 @@ def machine() -> dict[str, Any]:
 
 def provenance(experiment: Experiment, scale: str, config: TrialConfig,
                arrays: dict[str, np.ndarray], wall_time_s: float,
-               cpu_time_s: float) -> dict[str, Any]:
+               cpu_time_s: float, workers: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The JSON sidecar written next to every result file. ``wall_time_s``: the elapsed
     seconds of every batch, summed (one core's time on a quiet machine); ``cpu_time_s``: the
     CPU seconds of the processes that computed them, summed (what a loaded machine does
-    not inflate)."""
-    return {
+    not inflate). ``machine`` is this process's; ``workers`` (only when dask workers
+    computed batches: :func:`worker_record` per batch) their machines
+    (:func:`workers_summary`)."""
+    record = {
         "experiment": experiment.id,
         "title": experiment.title,
         "chapter": experiment.chapter,
@@ -83,4 +86,27 @@ def provenance(experiment: Experiment, scale: str, config: TrialConfig,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": f"python -m dprl run {experiment.id} --scale {scale}",
     }
+    if workers:
+        record["workers"] = workers_summary(workers)
+    return record
 
+
+
+def worker_record() -> dict[str, Any]:
+    """The dask worker computing a batch: its host name, processor vendor and model, and
+    process id."""
+    cpu = floating_point.processor()
+    return {"hostname": platform.node(), "vendor": cpu["vendor"], "model": cpu["model"],
+            "pid": os.getpid()}
+
+
+def workers_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The machines of the workers ``records`` (:func:`worker_record`, one per batch): per
+    host name and processor, how many worker processes computed how many batches."""
+    machines: dict[tuple, list[int]] = {}
+    for record in records:
+        key = (record["hostname"], record["vendor"], record["model"])
+        machines.setdefault(key, []).append(record["pid"])
+    return [{"hostname": hostname, "vendor": vendor, "model": model,
+             "workers": len(set(pids)), "batches": len(pids)}
+            for (hostname, vendor, model), pids in sorted(machines.items(), key=str)]

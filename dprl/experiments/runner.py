@@ -6,12 +6,15 @@ sidecar of the same stem that records, among the provenance, the SHA-256 of the 
 each finished batch of trials is saved under ``<id>[.<scale>].partial/``; a rerun with the
 same config at the same commit picks up from there.
 
-With ``jobs > 1``, or a dask scheduler's address (``scheduler``, or ``DPRL_SCHEDULER`` in the
-environment), the batches are dask tasks: on a ``LocalCluster`` of ``jobs`` worker processes
-started here, or on the workers of an existing cluster. Each worker saves the batches it
-computes, so the partial folder (and the results the experiment reads) must be on a
-filesystem the workers share; a worker is refused unless it started with this process's
-floating-point settings (:mod:`dprl.floating_point`) and runs dprl at the same commit.
+With ``jobs > 1``, a dask scheduler's address (``scheduler``, or ``DPRL_SCHEDULER`` in the
+environment) or ``slurm``, the batches are dask tasks: on a ``LocalCluster`` of ``jobs``
+worker processes started here, on the workers of an existing cluster, or on Slurm jobs'.
+:func:`run_many` (``run --all``) submits the batches of several experiments at once, each
+experiment's after the results it reads. On a filesystem the workers share (found out by
+asking them) each worker saves the batches it computes; otherwise the batches come back here
+to be saved, and the results an experiment reads are sent to the workers. A worker is
+refused unless it started with this process's floating-point settings
+(:mod:`dprl.floating_point`) and runs dprl at the same commit.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dprl import floating_point
-from dprl.experiments.provenance import git_state, provenance
+from dprl.experiments.provenance import git_state, provenance, worker_record
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
 from dprl.paths import RESULTS_DIR
 from dprl.seeding import trial_generators
@@ -61,11 +64,11 @@ class Result:
 
 
 class Interrupted(KeyboardInterrupt):
-    """A run stopped by Ctrl-C: ``saved`` of its ``total`` trials are kept in finished
-    batches, and the same command resumes from them."""
+    """A run (of ``what``: an experiment, or several) stopped by Ctrl-C: ``saved`` of its
+    ``total`` trials are kept in finished batches, and the same command resumes from them."""
 
-    def __init__(self, experiment_id: str, saved: int, total: int) -> None:
-        super().__init__(f"{experiment_id}: {saved}/{total} trials saved; "
+    def __init__(self, what: str, saved: int, total: int) -> None:
+        super().__init__(f"{what}: {saved}/{total} trials saved; "
                          "rerun the same command to resume")
 
 
@@ -92,7 +95,8 @@ def compute_trials(experiment: Experiment, config: TrialConfig,
 
 def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESULTS_DIR,
         resume: bool = True, progress: bool = True, jobs: int = 1,
-        scheduler: str | None = None) -> Result:
+        scheduler: str | None = None, slurm: int | None = None,
+        shared_fs: bool | None = None) -> Result:
     """Run every trial of ``experiment_id`` at ``scale`` and write the result with provenance.
 
     Finished batches survive an interruption; with ``resume`` a rerun computes only the rest
@@ -100,33 +104,132 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     ``jobs > 1`` batches run in that many worker processes at once (a dask ``LocalCluster``
     started for the run); with ``scheduler`` (the address of a running dask scheduler, such
     as ``tcp://host:8786``; default: ``DPRL_SCHEDULER`` in the environment, if set) on that
-    cluster's workers, which must share the results folder and be pinned like this process
-    (:class:`WorkerRefused` otherwise). The result is the same bits either way, since every
-    experiment is batch-invariant. Ctrl-C (KeyboardInterrupt) cancels the batches not yet
-    started and raises :class:`Interrupted`; the finished batches are kept.
+    cluster's workers, and with ``slurm`` on that many Slurm jobs' workers
+    (:func:`dprl.experiments.slurm.slurm_cluster`); the workers must be pinned like this
+    process (:class:`WorkerRefused` otherwise). ``shared_fs``: whether the workers see the
+    results folder (None: found out by asking them); without it the batches come back here
+    to be saved. The result is the same bits either way, since every experiment is
+    batch-invariant. Ctrl-C (KeyboardInterrupt) cancels the batches not yet started and
+    raises :class:`Interrupted`; the finished batches are kept.
     """
-    experiment = get(experiment_id)
-    config = experiment.config(scale)
+    return run_many([experiment_id], scale, results_dir, resume, progress, jobs, scheduler,
+                    slurm, shared_fs)[experiment_id]
+
+
+def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
+             results_dir: Path | str = RESULTS_DIR, resume: bool = True, progress: bool = True,
+             jobs: int = 1, scheduler: str | None = None, slurm: int | None = None,
+             shared_fs: bool | None = None) -> dict[str, Result]:
+    """:func:`run` for each of ``experiment_ids`` (each after those of its
+    :attr:`~dprl.experiments.registry.Experiment.after` among them), with one progress bar.
+
+    On dask, every batch of every experiment is submitted at once to one client: an
+    experiment's batches wait for the results of those it reads, assembled by a task of
+    their own and handed to them (:func:`load` and :func:`status` on the worker return
+    them), so its batches start as soon as those results exist."""
     jobs = require_int("jobs", jobs)
-    scheduler = _scheduler_address(scheduler, jobs)
-    arrays_path, sidecar_path, partial = result_paths(experiment_id, scale, results_dir)
-    done = _prepare_partial(partial, config, resume)
-    batches = _batches(config)
-    todo = [(experiment_id, scale, start, stop, partial)
-            for start, stop in batches if (start, stop) not in done]
-    saved = sum(stop - start for start, stop in batches if (start, stop) in done)
-    with tqdm(total=config.n_trials, initial=saved,
-              desc=experiment_id, unit="trial", disable=not progress) as bar:
+    if slurm is None:
+        scheduler = _scheduler_address(scheduler, jobs)
+    else:
+        require_int("slurm", slurm)
+        if jobs > 1 or scheduler is not None:
+            raise ValueError(f"slurm={slurm} starts the workers; give neither jobs > 1 nor "
+                             f"a scheduler with it (got jobs={jobs}, scheduler={scheduler})")
+    plans = [_Plan.prepare(get(experiment_id), scale, results_dir, resume)
+             for experiment_id in _in_order(experiment_ids)]
+    total = sum(plan.config.n_trials for plan in plans)
+    label = plans[0].experiment.id if len(plans) == 1 else f"{len(plans)} experiments"
+    with tqdm(total=total, initial=sum(plan.saved_trials() for plan in plans), desc=label,
+              unit="trial", disable=not progress) as bar:
         try:
-            _compute_batches(todo, jobs, bar, scheduler)
+            if jobs == 1 and scheduler is None and slurm is None:
+                return {plan.experiment.id: plan.run_here(bar) for plan in plans}
+            with _dask_client(min(jobs, sum(len(plan.todo) for plan in plans) or 1),
+                              scheduler, slurm) as client:
+                return _run_graph(client, plans, bar, shared_fs)
         except KeyboardInterrupt:
-            saved = sum(stop - start for start, stop in _saved_batches(partial))
-            raise Interrupted(experiment_id, saved, config.n_trials) from None
-    arrays, wall_time, cpu_time = _gather(partial, batches)
-    record = provenance(experiment, scale, config, arrays, wall_time, cpu_time)
-    _write_result(arrays_path, sidecar_path, arrays, record)
-    shutil.rmtree(partial)
-    return Result(arrays, record)
+            raise Interrupted(label, sum(plan.saved_trials() for plan in plans),
+                              total) from None
+
+
+def _in_order(experiment_ids: Sequence[str]) -> list[str]:
+    """``experiment_ids``, each after those of its ``after`` among them (a ValueError
+    names ``experiment_ids`` when no such order exists)."""
+    remaining, order = list(dict.fromkeys(experiment_ids)), []
+    while remaining:
+        ready = [name for name in remaining
+                 if not set(get(name).after) & (set(remaining) - {name})]
+        if not ready:
+            raise ValueError(f"experiment_ids depend on each other in a cycle: {remaining}")
+        order += ready
+        remaining = [name for name in remaining if name not in ready]
+    return order
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Trials computed together (a batch, or an experiment's batches once assembled), the
+    elapsed and CPU seconds of their computation, and the dask workers that computed them
+    (:func:`~dprl.experiments.provenance.worker_record`; empty when run here)."""
+
+    arrays: dict[str, np.ndarray]
+    seconds: float
+    cpu_seconds: float
+    workers: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One experiment of a run: its config, files, batches and those already saved."""
+
+    experiment: Experiment
+    scale: str
+    config: TrialConfig
+    results_dir: Path
+    batches: tuple[tuple[int, int], ...]
+    done: frozenset[tuple[int, int]]
+
+    @classmethod
+    def prepare(cls, experiment: Experiment, scale: str, results_dir: Path | str,
+                resume: bool) -> _Plan:
+        """The plan of ``experiment``, its partial folder made (:func:`_prepare_partial`)."""
+        config = experiment.config(scale)
+        partial = result_paths(experiment.id, scale, results_dir)[2]
+        done = _prepare_partial(partial, config, resume)
+        return cls(experiment, scale, config, Path(results_dir).absolute(),
+                   tuple(_batches(config)), frozenset(done))
+
+    @property
+    def partial(self) -> Path:
+        return result_paths(self.experiment.id, self.scale, self.results_dir)[2]
+
+    @property
+    def todo(self) -> list[tuple[int, int]]:
+        return [batch for batch in self.batches if batch not in self.done]
+
+    def saved_trials(self) -> int:
+        """Trials saved so far: all, once the result is written."""
+        if not self.partial.exists():
+            return self.config.n_trials
+        return sum(stop - start for start, stop in _saved_batches(self.partial))
+
+    def run_here(self, bar: tqdm) -> Result:
+        """Compute the batches left in this process, one after another; write the result."""
+        for start, stop in self.todo:
+            bar.update(_compute_batch(self.experiment.id, self.scale, start, stop,
+                                      self.partial))
+        return self.write(_assemble(*(_read_batch(self.partial, start, stop)
+                                      for start, stop in self.batches)))
+
+    def write(self, part: _Part) -> Result:
+        """Write the assembled ``part`` as the result, with provenance; drop the batches."""
+        record = provenance(self.experiment, self.scale, self.config, part.arrays,
+                            part.seconds, part.cpu_seconds, part.workers)
+        arrays_path, sidecar_path, partial = result_paths(self.experiment.id, self.scale,
+                                                          self.results_dir)
+        _write_result(arrays_path, sidecar_path, part.arrays, record)
+        shutil.rmtree(partial)
+        return Result(part.arrays, record)
 
 
 class NotReproduced(ValueError):
@@ -134,13 +237,14 @@ class NotReproduced(ValueError):
 
 
 def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str = RESULTS_DIR,
-              jobs: int = 1, progress: bool = True, scheduler: str | None = None) -> Result:
+              jobs: int = 1, progress: bool = True, scheduler: str | None = None,
+              slurm: int | None = None, shared_fs: bool | None = None) -> Result:
     """Recompute every trial of the current stored result of ``experiment_id`` (in
     ``<results_dir>/remeasure/``, resumable like :func:`run`), require the same bits, and
     record the recomputation's compute in the stored sidecar: ``cpu_time_s`` and a
     ``remeasured`` entry (its elapsed and CPU seconds, commit, date, machine, packages, and
-    the CPU seconds recorded before, if any); ``jobs`` and ``scheduler`` as in
-    :func:`run`. The arrays and
+    the CPU seconds recorded before, if any); ``jobs``, ``scheduler``, ``slurm`` and
+    ``shared_fs`` as in :func:`run`. The arrays and
     the rest of the provenance are kept, so the result stays current. Raises
     :class:`NotReproduced`, naming the arrays that differ, without touching the result."""
     state = status(experiment_id, scale, results_dir)
@@ -149,7 +253,7 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
                          f"instead: {regenerate_command(experiment_id, scale, results_dir)}")
     stored = load(experiment_id, scale, results_dir)
     fresh = run(experiment_id, scale, Path(results_dir) / "remeasure", progress=progress,
-                jobs=jobs, scheduler=scheduler)
+                jobs=jobs, scheduler=scheduler, slurm=slurm, shared_fs=shared_fs)
     differing = sorted(name for name in set(stored.arrays) | set(fresh.arrays)
                        if name not in stored.arrays or name not in fresh.arrays
                        or stored[name].dtype != fresh[name].dtype
@@ -172,7 +276,11 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
 
 def load(experiment_id: str, scale: str = "paper",
          results_dir: Path | str = RESULTS_DIR) -> Result:
-    """The stored result of ``experiment_id`` at ``scale``."""
+    """The stored result of ``experiment_id`` at ``scale`` (on a dask worker, the one the
+    run hands to the batch, if any: its provenance then holds only the config)."""
+    provided = _provided_arrays(experiment_id, scale, results_dir)
+    if provided is not None:
+        return Result(provided, {"config": config_to_dict(get(experiment_id).config(scale))})
     arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
     if not arrays_path.exists() or not sidecar_path.exists():
         raise FileNotFoundError(
@@ -193,7 +301,10 @@ def load(experiment_id: str, scale: str = "paper",
 def status(experiment_id: str, scale: str = "paper",
            results_dir: Path | str = RESULTS_DIR) -> str:
     """'missing', 'corrupt' (the sidecar is unreadable or the arrays do not match its
-    checksum), 'stale' (the stored config differs from the registered one) or 'current'."""
+    checksum), 'stale' (the stored config differs from the registered one) or 'current'
+    (also a result the run hands to a batch on a dask worker)."""
+    if _provided_arrays(experiment_id, scale, results_dir) is not None:
+        return "current"
     arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
     if not (arrays_path.exists() and sidecar_path.exists()):
         return "missing"
@@ -285,49 +396,134 @@ def _scheduler_address(scheduler: str | None, jobs: int) -> str | None:
     return scheduler
 
 
-def _compute_batches(todo: list[tuple], jobs: int, bar: tqdm,
-                     scheduler: str | None = None) -> None:
-    """Compute and save the batches ``todo`` (arguments of :func:`_compute_batch`): here, one
-    after another, when ``jobs == 1`` and no ``scheduler`` is given; otherwise each batch is
-    a dask task, on a ``LocalCluster`` of ``jobs`` worker processes started for the call or
-    on the workers of the running ``scheduler``, checked first (:func:`_check_workers`).
+class WorkerLost(RuntimeError):
+    """A dask worker died (or was stopped) while computing a batch, too often for the
+    scheduler to retry it; the batches finished before are saved."""
 
-    Each worker saves its batches itself, so a finished batch survives whatever happens to
-    this process. The local workers ignore SIGINT from birth (a terminal's Ctrl-C reaches
-    the whole process group); on KeyboardInterrupt here, or a batch's error, the batches not
-    yet started are cancelled and the client closed, and a local cluster with it (its
-    workers are stopped within seconds; a batch running on an existing cluster may still
-    finish and be saved)."""
-    if jobs == 1 and scheduler is None:
-        for args in todo:
-            bar.update(_compute_batch(*args))
-        return
-    if not todo:
-        return
-    from distributed import as_completed
 
-    with _dask_client(min(jobs, len(todo)), scheduler) as client:
-        wanted = _check_workers(client)
-        futures = [client.submit(_compute_batch_checked, wanted, experiment_id, scale, start,
-                                 stop, Path(partial).absolute(), pure=False)
-                   for experiment_id, scale, start, stop, partial in todo]
-        try:
-            for future in as_completed(futures, loop=client.loop):
-                bar.update(future.result())
-        finally:
-            client.cancel(futures)  # nothing left to cancel once every batch is done
+def _run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
+               shared_fs: bool | None) -> dict[str, Result]:
+    """Submit every batch of ``plans`` and each plan's assembly to the dask ``client`` at
+    once (after :func:`_check_workers`); save the batches as they complete (the workers do,
+    on a shared filesystem; this process, otherwise) and write each result once its batches
+    are in. Pending tasks are cancelled on any error or KeyboardInterrupt."""
+    from distributed import KilledWorker, as_completed
+
+    wanted = _check_workers(client)
+    if shared_fs is None:
+        shared_fs = _shared_filesystem(client, plans[0].results_dir)
+    inputs: dict[str, Any] = {}
+    batches: dict[Any, tuple[_Plan, int, int]] = {}
+    for plan in plans:
+        parts = _submit_plan(client, plan, wanted, shared_fs, _inputs(client, plan, inputs))
+        batches.update((future, (plan, *batch)) for batch, future in parts.items()
+                       if batch not in plan.done)
+        inputs[plan.experiment.id] = client.submit(
+            _assemble, *(parts[batch] for batch in plan.batches), pure=False)
+    left = {plan.experiment.id: len(plan.todo) for plan in plans}
+    try:
+        results = {plan.experiment.id: plan.write(inputs[plan.experiment.id].result())
+                   for plan in plans if not plan.todo}
+        for future, part in as_completed(list(batches), loop=client.loop, with_results=True):
+            plan, start, stop = batches[future]
+            if not shared_fs:
+                _save_batch(plan.partial, start, stop, part)
+            bar.update(stop - start)
+            left[plan.experiment.id] -= 1
+            if not left[plan.experiment.id]:
+                results[plan.experiment.id] = plan.write(inputs[plan.experiment.id].result())
+    except KilledWorker as error:
+        raise WorkerLost(f"a dask worker died computing a batch ({error}); the finished "
+                         "batches are saved: rerun the same command to resume") from None
+    finally:
+        client.cancel(list(batches) + list(inputs.values()))
+    return results
+
+
+def _submit_plan(client: Any, plan: _Plan, wanted: dict[str, str | None], shared_fs: bool,
+                 inputs: tuple) -> dict[tuple[int, int], Any]:
+    """A future per batch of ``plan``: a :func:`_batch_task` for each batch left, its saved
+    part scattered for each one done."""
+    partial = plan.partial if shared_fs else None
+    parts = {batch: client.submit(_batch_task, wanted, plan.experiment.id, plan.scale,
+                                  *batch, partial, inputs, pure=False) for batch in plan.todo}
+    for batch in sorted(plan.done):
+        parts[batch] = client.scatter([_read_batch(plan.partial, *batch)], hash=False)[0]
+    return parts
+
+
+def _inputs(client: Any, plan: _Plan, known: dict[str, Any]) -> tuple:
+    """The results ``plan``'s batches read, as ``(experiment_id, scale, folder key,
+    future)`` for :func:`_provided`: for each experiment of its ``after``, the future of
+    its assembly in this run, else (added to ``known``) its current stored result
+    scattered; one neither computed nor current is left to the experiment to report."""
+    found = []
+    for name in plan.experiment.after:
+        if name not in known and status(name, plan.scale, plan.results_dir) == "current":
+            known[name] = client.scatter([load(name, plan.scale, plan.results_dir)],
+                                         hash=False)[0]
+        if name in known:
+            found.append((name, plan.scale, _folder_key(plan.results_dir), known[name]))
+    return tuple(found)
+
+
+_PROVIDED = threading.local()
+
+
+def _folder_key(results_dir: Path | str) -> str:
+    """A results folder as a key of provided results: '' for the default one (wherever a
+    worker's checkout is), else its absolute path."""
+    folder = Path(results_dir).resolve()
+    return "" if folder == RESULTS_DIR.resolve() else str(folder)
 
 
 @contextlib.contextmanager
-def _dask_client(jobs: int, scheduler: str | None) -> Iterator[Any]:
-    """A dask ``Client`` of the running ``scheduler``, or of a ``LocalCluster`` of ``jobs``
-    single-threaded worker processes (no memory limit, no dashboard) started here and
-    closed on exit, whose workers ignore SIGINT and inherit this process's environment,
-    the floating-point settings :mod:`dprl` pinned at import included."""
+def _provided(inputs: Sequence[tuple[str, str, str, Any]]) -> Iterator[None]:
+    """Within the block, in this thread, :func:`load` and :func:`status` answer for each
+    ``(experiment_id, scale, folder key, part)`` of ``inputs`` with its arrays (current)
+    instead of reading the results folder."""
+    _PROVIDED.results = {(name, scale, key): part.arrays for name, scale, key, part in inputs}
+    try:
+        yield
+    finally:
+        _PROVIDED.results = {}
+
+
+def _provided_arrays(experiment_id: str, scale: str,
+                     results_dir: Path | str) -> dict[str, np.ndarray] | None:
+    """The arrays :func:`_provided` gives for this result, or None."""
+    return getattr(_PROVIDED, "results", {}).get(
+        (experiment_id, scale, _folder_key(results_dir)))
+
+
+def _shared_filesystem(client: Any, results_dir: Path) -> bool:
+    """Whether every worker of ``client`` reads a file written here in ``results_dir``."""
+    token = uuid.uuid4().hex
+    probe = results_dir / f".probe-{token}.json"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    _write_text(probe, json.dumps(token))
+    try:
+        seen = client.run(_read_json, probe)
+    finally:
+        probe.unlink()
+    return all(value == token for value in seen.values())
+
+
+@contextlib.contextmanager
+def _dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> Iterator[Any]:
+    """A dask ``Client`` of the running ``scheduler``; of ``slurm`` Slurm jobs' workers
+    (:func:`dprl.experiments.slurm.slurm_cluster`); or of a ``LocalCluster`` of ``jobs``
+    single-threaded worker processes (no memory limit, no dashboard), whose workers ignore
+    SIGINT and inherit this process's environment, the floating-point settings :mod:`dprl`
+    pinned at import included. A cluster started here is closed on exit."""
     from distributed import Client, LocalCluster
 
     with contextlib.ExitStack() as stack:
-        if scheduler is None:
+        if slurm is not None:
+            from dprl.experiments.slurm import slurm_cluster
+
+            target = stack.enter_context(slurm_cluster(slurm))
+        elif scheduler is None:
             stack.enter_context(_environment_kept())
             with _sigint_ignored():
                 target = stack.enter_context(LocalCluster(
@@ -421,16 +617,21 @@ def _worker_state(names: Sequence[str]) -> dict[str, Any]:
     return {"environ": _environment_at_start(names), "commit": git_state()["commit"]}
 
 
-def _compute_batch_checked(wanted: dict[str, str | None], experiment_id: str, scale: str,
-                           start: int, stop: int, partial: Path) -> int:
-    """:func:`_compute_batch` on a dask worker, refused (:class:`WorkerRefused`) unless the
-    worker started with the floating-point settings ``wanted``: one that joined the cluster
-    after :func:`_check_workers` is checked here."""
+def _batch_task(wanted: dict[str, str | None], experiment_id: str, scale: str, start: int,
+                stop: int, partial: Path | None, inputs: tuple = ()) -> _Part:
+    """Trials ``start .. stop - 1`` computed on a dask worker, with the results ``inputs``
+    (:func:`_provided`), and saved in ``partial`` unless None (no shared filesystem); refused
+    (:class:`WorkerRefused`) unless the worker started with the floating-point settings
+    ``wanted``: one that joined the cluster after :func:`_check_workers` is checked here."""
     differing = _differing_settings(_environment_at_start(list(wanted)), wanted)
     if differing:
         raise WorkerRefused(f"a dask worker started with other floating-point settings than "
                             f"the run's: {differing}")
-    return _compute_batch(experiment_id, scale, start, stop, partial)
+    with _provided(inputs):
+        part = _compute(experiment_id, scale, start, stop, (worker_record(),))
+    if partial is not None:
+        _save_batch(partial, start, stop, part)
+    return part
 
 
 @contextlib.contextmanager
@@ -486,7 +687,7 @@ def _check_batch(path: Path, n_trials: int) -> None:
         with np.load(path) as stored:
             ok = "__seconds__" in stored.files and all(
                 stored[name].shape[:1] == (n_trials,) for name in stored.files
-                if name not in _TIMES)
+                if name not in _META)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"the saved batch {path} is damaged ({type(error).__name__}: "
                          f"{error}); rerun with --restart to discard the saved batches") from None
@@ -501,46 +702,57 @@ def _saved_batches(partial: Path) -> set[tuple[int, int]]:
     return {(int(m[1]), int(m[2])) for m in found if m}
 
 
-def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partial: Path) -> int:
-    """Compute trials ``start .. stop - 1`` and save them as one batch; returns their number
-    (a top-level function, so that dask workers can run it)."""
+def _compute(experiment_id: str, scale: str, start: int, stop: int,
+             workers: tuple[dict[str, Any], ...] = ()) -> _Part:
+    """Trials ``start .. stop - 1`` of ``experiment_id``, timed, computed by ``workers``."""
     experiment = get(experiment_id)
     started, cpu_started = time.perf_counter(), time.process_time()
     arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
-    _save_batch(partial, start, stop, arrays, time.perf_counter() - started,
-                time.process_time() - cpu_started)
+    return _Part(arrays, time.perf_counter() - started, time.process_time() - cpu_started,
+                 workers)
+
+
+def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partial: Path) -> int:
+    """Compute trials ``start .. stop - 1`` here and save them as one batch; returns their
+    number."""
+    _save_batch(partial, start, stop, _compute(experiment_id, scale, start, stop))
     return stop - start
 
 
-def _save_batch(partial: Path, start: int, stop: int, arrays: dict[str, np.ndarray],
-                seconds: float, cpu_seconds: float) -> None:
+def _save_batch(partial: Path, start: int, stop: int, part: _Part) -> None:
     """Write one batch atomically (a crash leaves no half-written batch behind), with its
-    elapsed and its CPU seconds. The temporary file's name is unique: two workers that
-    compute the same batch (one a cluster thought lost) cannot write into each other's."""
+    elapsed and CPU seconds and its workers. The temporary file's name is unique: two
+    workers that compute the same batch (one a cluster thought lost) cannot write into each
+    other's."""
     final = _batch_path(partial, start, stop)
     temporary = _batch_path(partial, start, stop, f"tmp-{uuid.uuid4().hex}")
-    np.savez(temporary, __seconds__=np.float64(seconds),
-             __cpu_seconds__=np.float64(cpu_seconds), **arrays)
+    np.savez(temporary, __seconds__=np.float64(part.seconds),
+             __cpu_seconds__=np.float64(part.cpu_seconds),
+             __workers__=np.str_(json.dumps(part.workers)), **part.arrays)
     os.replace(temporary, final)
 
 
-_TIMES = ("__seconds__", "__cpu_seconds__")
+_META = ("__seconds__", "__cpu_seconds__", "__workers__")
 
 
-def _gather(partial: Path, batches: list[tuple[int, int]]
-            ) -> tuple[dict[str, np.ndarray], float, float]:
-    """Concatenate the saved batches in trial order; also return the summed elapsed and CPU
-    seconds of their computation (CPU NaN if a batch predates its recording)."""
-    parts, seconds, cpu_seconds = [], 0.0, 0.0
-    for start, stop in batches:
-        with np.load(_batch_path(partial, start, stop)) as stored:
-            seconds += float(stored["__seconds__"])
-            cpu_seconds += (float(stored["__cpu_seconds__"])
-                            if "__cpu_seconds__" in stored.files else float("nan"))
-            parts.append({name: stored[name] for name in stored.files if name not in _TIMES})
-    names = parts[0].keys()
-    arrays = {name: np.concatenate([part[name] for part in parts]) for name in names}
-    return arrays, seconds, cpu_seconds
+def _read_batch(partial: Path, start: int, stop: int) -> _Part:
+    """The saved batch of trials ``start .. stop - 1`` (CPU seconds NaN, workers unknown,
+    where a batch predates their recording)."""
+    with np.load(_batch_path(partial, start, stop)) as stored:
+        return _Part({name: stored[name] for name in stored.files if name not in _META},
+                     float(stored["__seconds__"]),
+                     float(stored["__cpu_seconds__"]) if "__cpu_seconds__" in stored.files
+                     else float("nan"),
+                     tuple(json.loads(str(stored["__workers__"])))
+                     if "__workers__" in stored.files else ())
+
+
+def _assemble(*parts: _Part) -> _Part:
+    """``parts`` (in trial order) as one: arrays concatenated, seconds summed."""
+    names = parts[0].arrays.keys()
+    return _Part({name: np.concatenate([part.arrays[name] for part in parts]) for name in names},
+                 sum(part.seconds for part in parts), sum(part.cpu_seconds for part in parts),
+                 sum((part.workers for part in parts), ()))
 
 
 def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.ndarray],

@@ -191,8 +191,8 @@ def simulate(graph: TaskGraph, workers: int) -> float:
 def simulate_in_turn(graph: TaskGraph, workers: int) -> float:
     """The wall time in seconds of running the experiments one after another, in the order
     of ``graph``'s tasks, each experiment's batches list-scheduled on ``workers`` workers
-    (:func:`simulate`): how ``python -m dprl run --all --jobs W`` runs them today, waiting
-    for every batch of an experiment before starting the next experiment."""
+    (:func:`simulate`), waiting for every batch of an experiment before starting the next:
+    how ``python -m dprl run --all --jobs W`` ran them before it submitted one graph."""
     workers = require_int("workers", workers)
     experiments: dict[str, list[int]] = {}
     for index, task in enumerate(graph.tasks):
