@@ -49,34 +49,43 @@ class Look:
     linestyle: str = "-"
 
 
+#: Dash patterns beyond matplotlib's four named line styles, for line-only looks that share a
+#: colour (each pattern scales with the line width, as the named ones do).
+DENSE_DASH_DOT = (0, (5, 1, 1, 1))
+DASH_DOT_DOT = (0, (3, 1, 1, 1, 1, 1))
+LONG_DASHES = (0, (8, 3))
+LOOSE_DOTS = (0, (1, 3))
+LOOSE_DASH_DOT = (0, (3, 4, 1, 4))
+
 #: The one mapping from method (and variant) to its look, shared by every figure of the book so a
-#: method looks the same everywhere; variants of a method keep its colour and change marker or
-#: line style (:func:`style` with ``variant``).
+#: method looks the same everywhere, and a look means one label only (:func:`shared_looks`);
+#: variants of a method keep its colour and change marker or line style (:func:`style` with
+#: ``variant``).
 STYLES: dict[str, Look] = {
     "non-private": Look(BLACK, "^", "-."), "exact": Look(BLACK, "", "-"),
     "LSW": Look(BLUE, "^", ":"), "DP-LSW": Look(BLUE, "o"),
     "LSL": Look(ORANGE, "^", ":"), "DP-LSL": Look(ORANGE, "s"),
     "LSTD": Look(GREEN, "^"), "WIS-LSTD": Look(GREEN, "v"), "GPOPE": Look(VERMILLION, "D"),
     "GTD2": Look(PURPLE, "v"), "TD(0)": Look(SKY, "<"), "Monte Carlo": Look(GREY, ">"),
-    "theta = 0": Look(GREY, "", ":"),
-    "dprl RDP": Look(BLUE, "o"), "dp-accounting RDP": Look(ORANGE, "s", "--"),
-    "dp-accounting PLD": Look(GREEN, "^"), "moments accountant": Look(VERMILLION, "D", ":"),
+    "theta = 0": Look(GREY, "", LOOSE_DOTS),
+    "dprl RDP": Look(BLUE, "h"), "dp-accounting RDP": Look(ORANGE, "d", "--"),
+    "dp-accounting PLD": Look(GREEN, "p"), "moments accountant": Look(VERMILLION, "d", ":"),
     # Xie et al. (2019), Sec. 6: step-size schedules of the exact recursion
-    "constant step": Look(VERMILLION, "D"), "diminishing step": Look(BLUE, "o"),
+    "constant step": Look(VERMILLION, "^"), "diminishing step": Look(BLUE, "p"),
     # Sharma et al. (2025)
     "ours (selective DP-SGD)": Look(VERMILLION, "o"),
-    "ours, visible coins": Look(VERMILLION, "D", "--"),
+    "ours, visible coins": Look(VERMILLION, "p", "--"),
     "DP-SGD (expert-level)": Look(BLUE, "s"), "random policy": Look(GREY, "", ":"),
     # Wang & Hegde (2019), Fig. 2 and its variants
-    "ours (updates)": Look(VERMILLION, "o"), "ours (iterations)": Look(VERMILLION, "s", "--"),
+    "ours (updates)": Look(VERMILLION, "h"), "ours (iterations)": Look(VERMILLION, "s", "--"),
     "ours (C outside)": Look(VERMILLION, "x", ":"), "ours (updates, exact)": Look(PURPLE, "D"),
     "Alg. 1 literal": Look(YELLOW, "v"), "Alg. 1 literal (exact)": Look(YELLOW, "^", "--"),
     "input perturbation": Look(BLUE, "<"), "Gaussian Q-table (not private)": Look(ORANGE, ">"),
-    "DP-SGD": Look(GREEN, "P"), "plain DQN": Look(BLACK, "", "-."),
+    "DP-SGD": Look(GREEN, "P"), "plain DQN": Look(BLACK, "", DENSE_DASH_DOT),
     # audits
-    "empirical trade-off": Look(BLACK), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
+    "empirical trade-off": Look(BLACK, "v"), "claimed (eps, delta)": Look(VERMILLION, "", "--"),
     "accountant (eps, delta)": Look(GREEN, "", ":"), "mu-GDP": Look(BLUE, "", "-."),
-    "random guess": Look(GREY, "", ":"),
+    "random guess": Look(GREY, "", "-."),
     # Wang & Hegde (2019), the part's figures (book/wang2019)
     # thin reference lines: optimum, bounds, targets (every wang2019 figure that has one); an
     # assumed value where "plain DQN" (black, no marker) shares the axes (fig-wang-lipschitz)
@@ -84,85 +93,107 @@ STYLES: dict[str, Look] = {
     # algorithm: fig-wang-ou-paths (three draws of one path), fig-wang-noise-list (variant 1:
     # Alg. 1 as printed; base markers other than variant 1's "s"), fig-wang-released-q
     # (variant 1: the other action)
-    "OU path 1": Look(BLUE), "OU path 2": Look(ORANGE, "", "--"),
-    "OU path 3": Look(GREEN, "", ":"),
-    "points queried first": Look(BLACK, "o", "none"),
-    "reset every 50 steps": Look(BLUE, "o"), "reset every 500 steps": Look(ORANGE, "D"),
-    "reset every 5000 steps": Look(GREEN, "^"),
-    "network Q_theta": Look(BLUE, "o"), "released Q_theta + g": Look(VERMILLION, "D"),
+    "OU path 1": Look(BLUE, "", LONG_DASHES), "OU path 2": Look(ORANGE, "", "--"),
+    "OU path 3": Look(GREEN, "", DENSE_DASH_DOT),
+    "points queried first": Look(BLACK, "s", "none"),
+    "reset every 50 steps": Look(BLUE, "d"), "reset every 500 steps": Look(ORANGE, "X"),
+    "reset every 5000 steps": Look(GREEN, "d"),
+    "network Q_theta": Look(BLUE, "H"), "released Q_theta + g": Look(VERMILLION, "v"),
     # efficiency: fig-wang-query-cost, fig-wang-conditioning
-    "batches of 1000": Look(BLUE, "o"), "one query per call": Look(ORANGE, "s", "--"),
-    "nearest-neighbour bridges": Look(VERMILLION, "o"),
-    "dense conditioning (Cholesky)": Look(BLUE, "s", "--"),
+    "batches of 1000": Look(SKY, "D"), "one query per call": Look(ORANGE, "p", "--"),
+    "nearest-neighbour bridges": Look(VERMILLION, "H"),
+    "dense conditioning (Cholesky)": Look(PURPLE, "s", "--"),
     # experiments: fig-wang-figure1, one method at six noise levels (sigma = 0: "non-private"),
     # each level its own colour, marker and line style, so that the level is read at a glance
-    "ours, sigma = 0.2": Look(SKY, "o"), "ours, sigma = 0.4": Look(BLUE, "s", "--"),
-    "ours, sigma = 0.6": Look(GREEN, "^", ":"), "ours, sigma = 0.8": Look(ORANGE, "v", "-."),
-    "ours, sigma = 1": Look(VERMILLION, "D", (0, (5, 1, 1, 1))),
+    "ours, sigma = 0.2": Look(SKY, "o"), "ours, sigma = 0.4": Look(BLUE, "D", "--"),
+    "ours, sigma = 0.6": Look(GREEN, "h", ":"), "ours, sigma = 0.8": Look(ORANGE, "v", "-."),
+    "ours, sigma = 1": Look(VERMILLION, "X", DENSE_DASH_DOT),
     # function-valued-mechanisms: fig-wang-queries-eps, fig-wang-lemma6
-    "independent noise per state (Prop. 3)": Look(BLUE, "s", "--"),
-    "Gaussian-process noise (Prop. 4)": Look(VERMILLION, "o"),
+    "independent noise per state (Prop. 3)": Look(BLUE, "8", "--"),
+    "Gaussian-process noise (Prop. 4)": Look(VERMILLION, "8"),
     "random ReLU network": Look(BLUE, ".", "none"),
     # privacy-analysis: fig-wang-path-bound, fig-wang-lemma8-tail (variants: (sigma, beta)),
     # fig-wang-composition
-    "solved path bound k": Look(BLACK, "o", "none"), "simulated OU maxima": Look(BLUE, "o"),
-    "Theorem 5 (proof)": Look(VERMILLION, "o"), "as quoted from KOV13": Look(SKY, "s", "--"),
-    "advanced composition": Look(ORANGE, "^", "-."), "RDP (Mironov 2017)": Look(BLUE, "v", ":"),
+    "solved path bound k": Look(BLACK, "D", "none"), "simulated OU maxima": Look(BLUE, "*"),
+    "Theorem 5 (proof)": Look(VERMILLION, "<"), "as quoted from KOV13": Look(SKY, "s", "--"),
+    "advanced composition": Look(ORANGE, "<", "-."), "RDP (Mironov 2017)": Look(BLUE, "v", ":"),
     # utility: fig-wang-prop10
-    "released max_a (Q + g)": Look(VERMILLION, "o"), "table alone, max_a Q": Look(BLUE, "s", "--"),
+    "released max_a (Q + g)": Look(VERMILLION, ">"), "table alone, max_a Q": Look(BLUE, "x", "--"),
     # primer and Balle et al. (2016) (book/primer, book/balle2016)
-    "classic Gaussian": Look(VERMILLION), "analytic Gaussian": Look(BLUE),  # DP primer, sigma
+    "classic Gaussian": Look(VERMILLION),  # DP primer, sigma
+    "analytic Gaussian": Look(BLUE),
     "simulation": Look(SKY),  # DP primer, privacy-loss distributions
-    "basic composition": Look(PURPLE, "v", ":"),
-    "Gaussian, no sampling": Look(BLACK), "Poisson sampling": Look(BLUE),  # DP primer, RDP
-    "WOR, Theorem 9": Look(ORANGE, "o", "none"), "WOR, dp-accounting": Look(GREEN),
-    "WOR, leading term": Look(VERMILLION, "", "--"),
+    "basic composition": Look(PURPLE, "<", ":"),
+    "Gaussian, no sampling": Look(BLACK, "", DASH_DOT_DOT),  # DP primer, RDP
+    "Poisson sampling": Look(BLUE, "", DENSE_DASH_DOT), "WOR, Theorem 9": Look(ORANGE, "o", "none"),
+    "WOR, dp-accounting": Look(GREEN, "", LONG_DASHES),
+    "WOR, leading term": Look(VERMILLION, "", LONG_DASHES),
     "projection": Look(GREY, "x", "--"),  # policy evaluation, best D-weighted fit
-    "reference": Look(BLACK, "", ":"),  # slope guides, constant ratios (primer, privacy)
+    "reference": Look(BLACK, "", LOOSE_DOTS),  # slope guides, constant ratios (primer, privacy)
     "maximum over k": Look(BLACK, "o", "none"),  # Balle algorithms, smooth bound's maximiser
-    "expected signature": Look(SKY), "Theorem 11 bound": Look(VERMILLION, "", "--"),
-    "corrected bound": Look(GREEN, "", ":"),  # Balle utility, DP-LSW excess risk
-    "lambda = m": Look(ORANGE, "o"), "lambda = sqrt(m)": Look(PURPLE, "D"),
+    "expected signature": Look(SKY, "", "--"),
+    "Theorem 11 bound": Look(VERMILLION, "", DENSE_DASH_DOT),
+    "corrected bound": Look(GREEN, "", LOOSE_DOTS),  # Balle utility, DP-LSW excess risk
+    "lambda = m": Look(ORANGE, "P"), "lambda = sqrt(m)": Look(PURPLE, "h"),
     "lambda = m^0.4": Look(SKY, "v"),  # Balle utility, DP-LSL ridge schedules
     # Xie et al. (2019): Mountain Car, the evaluated policy's training (fig-xie-mc-training)
-    "Q(lambda) training": Look(BLUE), "greedy policy": Look(BLACK, "", "--"),
+    "Q(lambda) training": Look(PURPLE), "greedy policy": Look(BLACK, "", LONG_DASHES),
     # Xie et al. (2019): HIV, the evaluated policy's episode (fig-xie-hiv-episode)
-    "log10 T1": Look(BLUE), "log10 V": Look(VERMILLION, "", "--"), "log10 E": Look(GREEN, "", "-."),
+    "log10 T1": Look(BLUE, "", DASH_DOT_DOT), "log10 V": Look(VERMILLION, "", "-."),
+    "log10 E": Look(GREEN, "", "-."),
     "e1 (RTI)": Look(ORANGE), "e2 (PI)": Look(PURPLE, "", "--"),
     # Sharma et al. (2025), the part's figures (book/sharma2025)
     # environments (data-release: fig-sharma-unanimous-k, fig-sharma-stable-size); base markers
     # other than variant 1's "s" keep an environment's variants apart
-    "CartPole": Look(BLUE, "o"), "Acrobot": Look(ORANGE, "D"), "LunarLander": Look(GREEN, "^"),
+    "CartPole": Look(BLUE, ">"), "Acrobot": Look(ORANGE, "D"), "LunarLander": Look(GREEN, "<"),
     "HIV": Look(PURPLE, "P"),
     # the experts' returns (experts: fig-sharma-fig2; offline-rl: fig-sharma-offline-learning)
     "experts": Look(GREEN),
     # setting: fig-sharma-group-privacy
-    "expert-level eps, lower bound": Look(VERMILLION, "o"),
-    "group privacy": Look(ORANGE, "s", "--"), "trajectory-level certificate": Look(BLACK),
+    "expert-level eps, lower bound": Look(VERMILLION, "P"),
+    "group privacy": Look(ORANGE, "h", "--"),
+    "trajectory-level certificate": Look(GREY, "", DASH_DOT_DOT),
     "expert-level DP-SGD, same noise": Look(BLUE, "", ":"),
     # privacy-analysis: fig-sharma-lemma51, fig-sharma-lemma52, fig-sharma-theorem53: the
     # paper's bounds and the book's closed forms against the exact values ("exact"), the
     # thresholds of Algorithm 2
-    "paper's bound": Look(VERMILLION, "", "--"),
-    "closed form": Look(SKY, "o", "none"),
+    "paper's bound": Look(VERMILLION, "", DASH_DOT_DOT),
+    "closed form": Look(SKY, "h", "none"),
     "paper's point": Look(VERMILLION, "*", "none"), "privacy target": Look(GREY),
-    "threshold c_min": Look(GREEN, "", "--"), "threshold theta": Look(BLUE),
+    "threshold c_min": Look(GREEN, "", "--"), "threshold theta": Look(BLUE, "", LOOSE_DOTS),
     "threshold theta + offset": Look(PURPLE, "", "-."),
     # privacy-analysis: fig-sharma-theorem55 (variants: the number of rounds T)
-    "KOV composition": Look(BLUE, "o"), "Thm. 3.20 composition": Look(ORANGE, "D", "--"),
+    "KOV composition": Look(BLUE, "P"), "Thm. 3.20 composition": Look(ORANGE, "H", "--"),
     # selective-dp-sgd: fig-sharma-visible-coins (one point per step)
-    "DP-SGD step (coin = 1)": Look(BLUE, "s", "none"),
+    "DP-SGD step (coin = 1)": Look(BLUE, "X", "none"),
     "stable-set step (coin = 0)": Look(GREEN, "o", "none"),
     # experiments: fig-sharma-nonprivate-curves, fig-sharma-figure3 (levels drawn across a panel)
     "step cap": Look(BLACK, "", ":"), "non-private (reference)": Look(BLACK, "", "-."),
     # privacy-analysis: fig-sharma-theorem55 (where a cited result stops applying)
-    "validity limit": Look(BLACK, "", ":"),
+    "validity limit": Look(BLACK, "", LOOSE_DASH_DOT),
 }
+
+
+def look_identity(look: Look) -> tuple[str, ...]:
+    """What tells a look apart in a legend: (colour, marker) when it has a marker (the line
+    style may then be "none" or vary with the plot), else (colour, "", line style)."""
+    return (look.colour, look.marker) if look.marker else (look.colour, "", str(look.linestyle))
+
+
+def shared_looks(styles: dict[str, Look]) -> list[list[str]]:
+    """Groups of two or more labels of ``styles`` with one :func:`look_identity`: for a book
+    with one meaning per look, the empty list (issue 28, item 4)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for label, look in styles.items():
+        groups.setdefault(look_identity(look), []).append(label)
+    return [labels for labels in groups.values() if len(labels) > 1]
+
+
 #: The colours alone, for artists without markers (bars, bands); derived from :data:`STYLES`.
 COLOURS = {label: look.colour for label, look in STYLES.items()}
 #: Markers and line styles of a method's variants 1, 2, ... (variant 0 is the method's own look).
 VARIANT_MARKERS = ("s", "^", "v", "x", "P", "<", ">", "*")
-VARIANT_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
+VARIANT_LINESTYLES = ("--", ":", "-.", DENSE_DASH_DOT)
 
 
 def style(method: str, variant: int = 0, label: str | None = None) -> dict:

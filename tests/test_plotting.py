@@ -221,3 +221,13 @@ def test_a_log_band_stays_positive_and_matches_the_linear_band_when_narrow():
     with pytest.raises(ValueError, match="positive mean"):
         band(ax, np.arange(2), -wide, "LSTD", log=True)
     plt.close(fig)
+
+
+def test_every_look_has_one_meaning_across_the_book():
+    """Issue 28, item 4: no two labels of STYLES share colour and marker, nor, without a marker,
+    colour and line style (variants are hollow, so apart from every filled look)."""
+    from dprl.plotting import BLUE, STYLES, Look, shared_looks
+    assert shared_looks(STYLES) == []
+    bad = {"a": Look(BLUE, "o"), "b": Look(BLUE, "o", "--"), "c": Look(BLUE, "", "--"),
+           "d": Look(BLUE, "", ":"), "e": Look(BLUE, "", "--"), "f": Look(BLUE, "s", "--")}
+    assert shared_looks(bad) == [["a", "b"], ["c", "e"]]
