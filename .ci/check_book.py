@@ -68,8 +68,8 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
   meta.content = JSON.stringify(wide);
   document.head.appendChild(meta);
 }, 0));</script>"""
-# How many widths of its column an output's longest line may take (so wrap onto that many rows)
-OUTPUT_COLUMNS_ALLOWED = 3
+# How many widths of its column an output's longest line may take (1: none wraps)
+OUTPUT_COLUMNS_ALLOWED = 1
 PAGE_TIMEOUT_S = 180  # seconds for one page (a few on an idle 2-core machine)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
