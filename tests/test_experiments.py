@@ -389,3 +389,23 @@ def test_remeasure_refuses_other_bits_and_keeps_the_stored_result(tmp_path, caps
         main(["run", "--all", "--remeasure"])
     with pytest.raises(ValueError, match="is missing"):
         runner.remeasure("test-toy", "smoke", tmp_path / "other", progress=False)
+
+
+def test_the_listing_wraps_at_the_width_asked_for():
+    from dprl.experiments.report import listing
+
+    text = listing(scales=("smoke",), width=60)
+    assert max(map(len, text.splitlines())) <= 60
+    with pytest.raises(ValueError, match="width"):
+        listing(width=5)
+
+
+def test_the_provenance_summary_has_a_row_per_committed_result():
+    from dprl.experiments import all_experiments
+    from dprl.experiments.report import provenance_summary
+
+    table = provenance_summary()
+    committed = [e.id for e in all_experiments() if status(e.id) != "missing"]
+    assert [row[0] for row in table.rows] == committed
+    assert all(row[-1] == f"python -m dprl run {row[0]} --scale paper" for row in table.rows)
+    assert "<table" in table._repr_html_()

@@ -8,25 +8,29 @@ from pathlib import Path
 from dprl.experiments.registry import SCALES, all_experiments, config_to_dict
 from dprl.experiments.runner import RESULTS_DIR, load, status
 from dprl.tables import Table
+from dprl.validation import require_int
 
 
 #: The width of the listing's lines (long settings wrap, indented under their scale).
 WIDTH = 100
 
 
-def listing(scales: tuple[str, ...] = SCALES, results_dir: Path | str = RESULTS_DIR) -> str:
+def listing(scales: tuple[str, ...] = SCALES, results_dir: Path | str = RESULTS_DIR,
+            width: int = WIDTH) -> str:
     """Every experiment, its chapter, its settings at each of ``scales`` and the status of
-    its result there (in ``results_dir``)."""
+    its result there (in ``results_dir``), in lines of at most ``width`` characters."""
+    width = require_int("width", width, minimum=20)
     lines = []
     for experiment in all_experiments():
-        lines += [textwrap.fill(f"{experiment.id}: {experiment.title}", width=WIDTH,
-                                subsequent_indent="    "), f"  chapter: {experiment.chapter}"]
+        lines += [textwrap.fill(f"{experiment.id}: {experiment.title}", width=width,
+                                subsequent_indent="    ", break_on_hyphens=False),
+                  f"  chapter: {experiment.chapter}"]
         for scale in scales:
             settings = ", ".join(f"{key}={_short(value)}" for key, value in
                                  config_to_dict(experiment.config(scale)).items())
             lines.append(textwrap.fill(
                 f"{scale:5s} [{status(experiment.id, scale, results_dir)}] {settings}",
-                width=WIDTH, initial_indent="  ", subsequent_indent="      ",
+                width=width, initial_indent="  ", subsequent_indent="      ",
                 break_on_hyphens=False))
     return "\n".join(lines)
 
@@ -39,24 +43,25 @@ def _short(value: object) -> str:
     return str(value)
 
 
-def provenance_summary() -> str:
-    """For each committed paper-scale result: commit, seed, trials, machine, compute time and
-    whether numpy's floating point was pinned (:mod:`dprl.floating_point`)."""
-    lines = []
+def provenance_summary() -> Table:
+    """For each committed paper-scale result: commit (marked * when the tree had
+    uncommitted changes), root seed, trials, compute time, cores, numpy, whether numpy's
+    floating point was pinned (:mod:`dprl.floating_point`) and the command regenerating it."""
+    rows = []
     for experiment in all_experiments():
         if status(experiment.id) == "missing":
             continue
         record = load(experiment.id).provenance
-        commit = (record["git"]["commit"] or "unknown")[:12]
-        dirty = " (uncommitted changes)" if record["git"]["dirty"] else ""
-        pinned = ("pinned" if "floating_point" in record["machine"]
-                  and not record["machine"]["unpinned"] else "NOT pinned")
-        lines.append(
-            f"{experiment.id}: commit {commit}{dirty}, root seed {record['root_seed']}, "
-            f"{record['n_trials']} trials, {record['wall_time_s']:.4g} s of compute on "
-            f"{record['machine']['cpu_count']} cores, numpy {record['packages']['numpy']}, "
-            f"floating point {pinned}; regenerate: {record['command']}")
-    return "\n".join(lines) or "no committed paper-scale results"
+        commit = (record["git"]["commit"] or "unknown")[:10] + ("*" if record["git"]["dirty"]
+                                                                 else "")
+        pinned = ("floating_point" in record["machine"]
+                  and not record["machine"]["unpinned"])
+        rows.append((experiment.id, commit, record["root_seed"], record["n_trials"],
+                     record["wall_time_s"], record["machine"]["cpu_count"],
+                     record["packages"]["numpy"], "yes" if pinned else "NO",
+                     record["command"]))
+    return Table(("result", "commit", "root seed", "trials", "compute (s)", "cores", "numpy",
+                  "pinned", "regenerate"), rows)
 
 
 def measured_on(record: dict) -> str:
