@@ -426,10 +426,9 @@ def paper_noise_runs(env: str, seeds: Sequence[int] = SEEDS,
 
     runs = []
     for algorithm in ("CQL", "BCQ"):
-        row = next((r for r in TABLE3 if (r.env, r.eps, r.algorithm) == (env, 5.0, algorithm)
-                    and _same_as_baseline(env, 5.0, r.p)), None)
-        if row is None or steps_for_budget(5.0, 1 / 3000, row.noise_multiplier,
-                                           row.batch_size / 3000, "rdp") > max_steps:
+        row = table3_row(env, 5.0, algorithm)
+        if not _same_as_baseline(env, 5.0, row.p) or steps_for_budget(
+                5.0, 1 / 3000, row.noise_multiplier, row.batch_size / 3000, "rdp") > max_steps:
             continue
         runs += [Run(algorithm, "dpsgd", row.learning_rate, row.batch_size, eps=5.0, seed=s,
                      noise_multiplier=row.noise_multiplier) for s in seeds]
