@@ -10,38 +10,13 @@ compute times.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dprl.experiments.registry import all_experiments, get
+from dprl.experiments.registry import all_experiments, get, run_order
 from dprl.experiments.runner import RESULTS_DIR, result_paths, run_many, status
-
-
-def run_order(experiment_ids: Iterable[str] | None = None) -> list[str]:
-    """``experiment_ids`` (default: every registered experiment) and everything they read,
-    each after its dependencies (depth first, ids in sorted order otherwise)."""
-    wanted = sorted(e.id for e in all_experiments()) if experiment_ids is None else list(
-        experiment_ids)
-    order: list[str] = []
-    visiting: list[str] = []
-
-    def visit(experiment_id: str) -> None:
-        if experiment_id in order:
-            return
-        if experiment_id in visiting:
-            cycle = " -> ".join(visiting[visiting.index(experiment_id):] + [experiment_id])
-            raise ValueError(f"experiments depend on each other in a cycle: {cycle}")
-        visiting.append(experiment_id)
-        for dependency in sorted(get(experiment_id).after):
-            visit(dependency)
-        visiting.pop()
-        order.append(experiment_id)
-
-    for experiment_id in wanted:
-        visit(experiment_id)
-    return order
 
 
 @dataclass(frozen=True)

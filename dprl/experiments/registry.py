@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,3 +110,28 @@ def all_experiments() -> list[Experiment]:
 def _load_catalogue() -> None:
     """Import the modules that register the book's experiments."""
     import dprl.experiments.catalogue  # noqa: F401  (registers on import)
+
+
+def run_order(experiment_ids: Iterable[str] | None = None) -> list[str]:
+    """``experiment_ids`` (default: every registered experiment) and everything they read,
+    each after its dependencies (depth first, ids in sorted order otherwise)."""
+    wanted = sorted(e.id for e in all_experiments()) if experiment_ids is None else list(
+        experiment_ids)
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(experiment_id: str) -> None:
+        if experiment_id in order:
+            return
+        if experiment_id in visiting:
+            cycle = " -> ".join(visiting[visiting.index(experiment_id):] + [experiment_id])
+            raise ValueError(f"experiments depend on each other in a cycle: {cycle}")
+        visiting.append(experiment_id)
+        for dependency in sorted(get(experiment_id).after):
+            visit(dependency)
+        visiting.pop()
+        order.append(experiment_id)
+
+    for experiment_id in wanted:
+        visit(experiment_id)
+    return order

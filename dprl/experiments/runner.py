@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from dprl import floating_point
 from dprl.experiments.provenance import git_state, provenance, worker_record
-from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get
+from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get, run_order
 from dprl.paths import RESULTS_DIR
 from dprl.seeding import trial_generators
 from dprl.validation import require_int
@@ -153,17 +153,10 @@ def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
 
 
 def _in_order(experiment_ids: Sequence[str]) -> list[str]:
-    """``experiment_ids``, each after those of its ``after`` among them (a ValueError
-    names ``experiment_ids`` when no such order exists)."""
-    remaining, order = list(dict.fromkeys(experiment_ids)), []
-    while remaining:
-        ready = [name for name in remaining
-                 if not set(get(name).after) & (set(remaining) - {name})]
-        if not ready:
-            raise ValueError(f"experiment_ids depend on each other in a cycle: {remaining}")
-        order += ready
-        remaining = [name for name in remaining if name not in ready]
-    return order
+    """``experiment_ids``, each after those of its ``after`` among them (:func:`~dprl.
+    experiments.registry.run_order` restricted to them; a cycle is a ValueError)."""
+    wanted = set(experiment_ids)
+    return [name for name in run_order(experiment_ids) if name in wanted]
 
 
 @dataclass(frozen=True)
