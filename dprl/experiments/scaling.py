@@ -27,8 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dprl.experiments.plan import run_order
-from dprl.experiments.registry import get
+from dprl.experiments.registry import get, run_order
 from dprl.experiments.runner import RESULTS_DIR, _batches, _sidecar, result_paths
 from dprl.tables import Table
 from dprl.validation import require_int, require_nonnegative
