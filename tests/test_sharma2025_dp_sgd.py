@@ -73,6 +73,29 @@ def test_layer_identity_norms_and_clipped_sum_match_per_example_gradients(algori
         torch.testing.assert_close(b, c, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("algorithm", ["CQL", "BCQ"])
+def test_layer_identity_takes_no_weight_gradient_products(algorithm, monkeypatch):
+    """Per network of L layers: L forward products, L - 1 carrying delta back, L outer
+    sums; the weight gradients of the backward (2 more per network) are not computed, and
+    the parameters require gradients again afterwards."""
+    import dprl.kernels
+
+    learner, target = _learner(algorithm)
+    batch = _transitions(16, 2)
+    inputs = (batch.observations, batch.actions, learner.bellman_targets(batch, target))
+    shapes = []
+    real = dprl.kernels.matmul
+    monkeypatch.setattr(dprl.kernels, "matmul", lambda a, b: shapes.append(
+        (tuple(a.shape), tuple(b.shape))) or real(a, b))
+    clipped_gradient_sum(learner, inputs, 1.0)
+    networks = 1 if algorithm == "CQL" else 2
+    assert len(shapes) == networks * (3 + 2 + 3)
+    # a weight-gradient product of the backward is (out, B) x (B, in); the outer sums are
+    # the only such products, one per layer
+    assert sum(a[1] == 16 for a, _ in shapes) == networks * 3
+    assert all(p.requires_grad for p in learner.parameters())
+
+
 def test_layer_identity_refuses_what_it_cannot_handle():
     class Twice(nn.Module):
         def __init__(self):

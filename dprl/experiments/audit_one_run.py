@@ -216,21 +216,12 @@ def canary_directions(learner: OfflineLearner, target: QNetwork,
     scaled by ``1 / |g_i|`` (``|g_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1)``), so that
     canary ``i``'s gradient direction is ``(delta_i x_i^T, delta_i) / |g_i|`` per layer (the
     identity of :mod:`dprl.sharma2025.dp_sgd`)."""
-    import torch
+    from dprl.sharma2025.dp_sgd import gradient_norms, layer_deltas
 
-    from dprl.sharma2025.dp_sgd import LayerTape, linear_layers
-
-    layers = linear_layers(learner)
-    tape = LayerTape(layers)
-    try:
-        losses = learner.per_example_losses(canaries, target)
-    finally:
-        tape.close()
-    ran = [layer for layer in layers if layer in tape.records]
-    deltas = torch.autograd.grad(losses.sum(), [tape.records[layer][1] for layer in ran])
-    inputs = [tape.records[layer][0].detach() for layer in ran]
-    norms = sum(d.square().sum(1) * (x.square().sum(1) + 1) for x, d in zip(inputs, deltas))
-    return [(layer, x, d / norms.sqrt()[:, None]) for layer, x, d in zip(ran, inputs, deltas)]
+    losses, terms = layer_deltas(learner, (canaries.observations, canaries.actions,
+                                           learner.bellman_targets(canaries, target)))
+    norms = gradient_norms(terms, len(losses))[:, None]
+    return [(layer, x, delta / norms) for layer, x, delta in terms]
 
 
 def direction_scores(directions, gradients: dict) -> tuple[np.ndarray, np.ndarray]:

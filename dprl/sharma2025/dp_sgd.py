@@ -118,32 +118,61 @@ def _per_example_losses(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> 
     return losses
 
 
-def clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
-                         clip: float) -> ClippedGradients:
-    """``sum_i g_i min(1, C / |g_i|)`` for the per-example losses ``module(*inputs)`` ``(B,)``
-    (Alg. 4, lines 6-7), by the per-layer identity of the module docstring: one forward, one
-    backward to the layer outputs, no per-example gradient held. ``module`` must consist of
-    ``nn.Linear`` layers (and parameter-free operations), each run once per example, and
-    ``loss_i`` must depend on example ``i`` only (no batch statistics)."""
-    clip = require_positive("clip", clip)
+def layer_deltas(module: nn.Module, inputs: tuple[torch.Tensor, ...]
+                 ) -> tuple[torch.Tensor, list[tuple[nn.Linear, torch.Tensor, torch.Tensor]]]:
+    """The per-example losses ``module(*inputs)`` ``(B,)`` and, per linear layer that ran,
+    ``(layer, x, delta)``: its inputs ``x`` ``(B, in)`` and ``delta = d loss_i / d z_i``
+    ``(B, out)`` at its outputs, by one forward and one backward of ``sum_i loss_i`` (module
+    docstring). The parameters are frozen during the forward and the floating inputs are
+    made leaves instead, so the backward computes only the products that carry ``delta``
+    back, none of the weight gradients it would discard; every layer's input must depend
+    on the floating inputs."""
     layers = linear_layers(module)
+    leaves = tuple(x.detach().requires_grad_() if x.is_floating_point() else x for x in inputs)
+    trained = [p for p in module.parameters() if p.requires_grad]
     tape = LayerTape(layers)
     try:
-        losses = _per_example_losses(module, inputs)
+        for parameter in trained:
+            parameter.requires_grad_(False)
+        losses = _per_example_losses(module, leaves)
     finally:
         tape.close()
+        for parameter in trained:
+            parameter.requires_grad_(True)
     ran = [layer for layer in layers if layer in tape.records]
-    deltas = torch.autograd.grad(losses.sum(), [tape.records[layer][1] for layer in ran],
-                                 allow_unused=True)
+    outputs = [tape.records[layer][1] for layer in ran]
+    if not all(output.requires_grad for output in outputs):
+        raise ValueError("every linear layer's input must depend on the floating inputs")
+    deltas = torch.autograd.grad(losses.sum(), outputs, allow_unused=True)
     terms = [(layer, tape.records[layer][0].detach(), delta)
              for layer, delta in zip(ran, deltas) if delta is not None]
-    squared = torch.zeros(losses.shape[0])
-    for _, x, delta in terms:
+    for _, x, _ in terms:
         if x.ndim != 2 or x.shape[0] != losses.shape[0]:
             raise ValueError(f"every linear layer must see one input row per example, got "
                              f"{tuple(x.shape)} for {losses.shape[0]} losses")
+    return losses.detach(), terms
+
+
+def gradient_norms(terms: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]],
+                   n: int) -> torch.Tensor:
+    """``|g_i| = sqrt(sum_layers |delta_i|^2 (|x_i|^2 + 1))`` ``(n,)`` from
+    :func:`layer_deltas`' terms (module docstring), layers added in order."""
+    squared = torch.zeros(n)
+    for _, x, delta in terms:
         squared = squared + delta.square().sum(1) * (x.square().sum(1) + 1)
-    norms = squared.sqrt()
+    return squared.sqrt()
+
+
+def clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
+                         clip: float) -> ClippedGradients:
+    """``sum_i g_i min(1, C / |g_i|)`` for the per-example losses ``module(*inputs)`` ``(B,)``
+    (Alg. 4, lines 6-7), by the per-layer identity of the module docstring
+    (:func:`layer_deltas`): no per-example gradient held. ``module`` must consist of
+    ``nn.Linear`` layers (and parameter-free operations), each run once per example, and
+    ``loss_i`` must depend on example ``i`` only (no batch statistics)."""
+    clip = require_positive("clip", clip)
+    losses, terms = layer_deltas(module, inputs)
+    norms = gradient_norms(terms, losses.shape[0])
     factors = _clip_factors(norms, clip)[:, None]
     grads: dict[nn.Parameter, torch.Tensor] = {}
     for layer, x, delta in terms:
@@ -151,7 +180,7 @@ def clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
         grads[layer.weight] = outer_sum(weighted, x, kernels)
         grads[layer.bias] = column_sum(weighted, kernels)
     return ClippedGradients([grads.get(p, torch.zeros_like(p)) for p in module.parameters()],
-                            norms, losses.detach())
+                            norms, losses)
 
 
 def vmap_clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...],
