@@ -61,6 +61,16 @@ def test_jobs_run_the_batches_on_a_local_cluster_with_the_serial_bits(serial, tm
     assert dict(os.environ) == environment  # the cluster's nannies leave no variable behind
 
 
+def _written(path) -> bool:
+    """Whether ``path`` holds a whole JSON document (the scheduler creates its file before
+    it writes the address into it)."""
+    try:
+        json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A ``dask scheduler`` and two ``dask worker`` processes started here (with this
@@ -91,7 +101,7 @@ def cluster(tmp_path_factory):
         start("scheduler", "scheduler", "--scheduler-file", str(scheduler_file), "--host",
               "127.0.0.1", "--port", "0", "--no-dashboard")
         deadline = time.monotonic() + 120
-        while not scheduler_file.exists() and time.monotonic() < deadline:
+        while not _written(scheduler_file) and time.monotonic() < deadline:
             assert processes[0].poll() is None, logs()
             time.sleep(0.1)
         address = json.loads(scheduler_file.read_text())["address"]
