@@ -212,7 +212,18 @@ def lower_bound(graph: TaskGraph, workers: int) -> float:
     """No schedule of ``graph`` on ``workers`` workers ends sooner: max(total CPU seconds /
     workers, critical path), in seconds."""
     workers = require_int("workers", workers)
-    return max(graph.total_s / workers, max(remaining_paths(graph), default=0.0))
+    return max(graph.total_s / workers, max(_finish_times(graph), default=0.0))
+
+
+def _finish_times(graph: TaskGraph) -> list[float]:
+    """Each task's earliest finish with unlimited workers, ``max(finish of what it waits
+    for) + cost``: the critical path summed in the order :func:`simulate` sums it (rounded
+    addition being monotone, no schedule then ends below it, not even by rounding)."""
+    finish = [0.0] * len(graph.tasks)
+    for index in _topological_order(graph):
+        finish[index] = max((finish[p] for p in graph.after[index]), default=0.0) + \
+            graph.tasks[index].cost_s
+    return finish
 
 
 def scaling_table(graph: TaskGraph | None = None,
@@ -226,7 +237,7 @@ def scaling_table(graph: TaskGraph | None = None,
     if isinstance(workers, (str, bytes)) or not isinstance(workers, Sequence) or not workers:
         raise ValueError(f"workers must be a non-empty sequence of integers, got {workers!r}")
     workers = [require_int("workers", w) for w in workers]
-    path_h = max(remaining_paths(graph), default=0.0) / 3600
+    path_h = max(_finish_times(graph), default=0.0) / 3600
     rows = []
     for w in workers:
         wall = simulate(graph, w)
