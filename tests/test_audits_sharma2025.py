@@ -82,8 +82,7 @@ def test_canary_directions_are_the_per_example_clipped_gradients():
     directions = training.canary_directions(learner, canaries, target, 1.0)
     for r in range(5):
         one = canaries.take(torch.tensor([r]))
-        clipped = vmap_clipped_gradient_sum(
-            learner, (one.observations, one.actions, learner.bellman_targets(one, target)), 1.0)
+        clipped = vmap_clipped_gradient_sum(learner, learner.loss_inputs(one, target), 1.0)
         weight, bias = (g.numpy() for g in clipped.grads)
         expected = np.zeros((5, 2))
         expected[:, 0], expected[:, 1] = weight[:, 0], bias

@@ -59,7 +59,7 @@ def _loop_clipped(learner, inputs, clip):
 def test_layer_identity_norms_and_clipped_sum_match_per_example_gradients(algorithm):
     learner, target = _learner(algorithm)
     batch = _transitions(24, 1)
-    inputs = (batch.observations, batch.actions, learner.bellman_targets(batch, target))
+    inputs = learner.loss_inputs(batch, target)
     clip = float(np.median(_loop_clipped(learner, inputs, 1.0)[0]))  # half of them clipped
     fast = clipped_gradient_sum(learner, inputs, clip)
     loop_norms, loop_sum = _loop_clipped(learner, inputs, clip)
@@ -82,7 +82,7 @@ def test_layer_identity_takes_no_weight_gradient_products(algorithm, monkeypatch
 
     learner, target = _learner(algorithm)
     batch = _transitions(16, 2)
-    inputs = (batch.observations, batch.actions, learner.bellman_targets(batch, target))
+    inputs = learner.loss_inputs(batch, target)
     shapes = []
     real = dprl.kernels.matmul
     monkeypatch.setattr(dprl.kernels, "matmul", lambda a, b: shapes.append(
@@ -174,7 +174,7 @@ def test_expert_dp_sgd_step_is_algorithm_4(noise):
     replay.set_state(state)  # the same draws, made by hand
     batch = poisson_expert_batch(pool, 10 / 50, replay)
     assert size == len(batch) > 0
-    inputs = (batch.observations, batch.actions, learner.bellman_targets(batch, target))
+    inputs = learner.loss_inputs(batch, target)
     learner_before, _ = _learner("CQL")
     _, clipped = _loop_clipped(learner_before, inputs, 0.5)
     for p, old, c in zip(learner.parameters(), before, clipped):

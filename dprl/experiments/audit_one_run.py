@@ -218,8 +218,7 @@ def canary_directions(learner: OfflineLearner, target: QNetwork,
     identity of :mod:`dprl.sharma2025.dp_sgd`)."""
     from dprl.sharma2025.dp_sgd import gradient_norms, layer_deltas
 
-    losses, terms = layer_deltas(learner, (canaries.observations, canaries.actions,
-                                           learner.bellman_targets(canaries, target)))
+    losses, terms = layer_deltas(learner, learner.loss_inputs(canaries, target))
     norms = gradient_norms(terms, len(losses))[:, None]
     return [(layer, x, delta / norms) for layer, x, delta in terms]
 

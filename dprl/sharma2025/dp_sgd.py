@@ -250,8 +250,7 @@ def expert_dp_sgd_step(learner: OfflineLearner, target: QNetwork, pool: ExpertTr
         raise ValueError(f"batch_size must be <= the {pool.n_experts} experts, got "
                          f"{config.batch_size}")
     batch = poisson_expert_batch(pool, config.batch_size / pool.n_experts, generator)
-    inputs = (batch.observations, batch.actions, learner.bellman_targets(batch, target))
-    clipped = CLIPPING[clipping](learner, inputs, config.clip)
+    clipped = CLIPPING[clipping](learner, learner.loss_inputs(batch, target), config.clip)
     noisy = noisy_gradient(clipped.grads, config.noise_multiplier, config.clip,
                            config.batch_size, generator)
     for parameter, gradient in zip(learner.parameters(), noisy):

@@ -158,9 +158,15 @@ class OfflineLearner(nn.Module, abc.ABC):
     def greedy_actions(self, observations: torch.Tensor) -> torch.Tensor:
         """The learned greedy policy's actions ``(B,)`` int64."""
 
+    def loss_inputs(self, batch: Transitions, target: QNetwork
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(observations, actions, targets)`` of ``batch``, the arguments of the loss:
+        the Bellman targets come first, without gradients (module docstring)."""
+        return batch.observations, batch.actions, self.bellman_targets(batch, target)
+
     def per_example_losses(self, batch: Transitions, target: QNetwork) -> torch.Tensor:
-        """The losses ``(B,)`` of ``batch``: targets first (no gradients), then the loss."""
-        return self(batch.observations, batch.actions, self.bellman_targets(batch, target))
+        """The losses ``(B,)`` of ``batch`` (:meth:`loss_inputs`, then the loss)."""
+        return self(*self.loss_inputs(batch, target))
 
 
 def _taken(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
