@@ -539,6 +539,35 @@ def _plain_sgd_steps(steps: int) -> None:
                  optimizer)
 
 
+@lru_cache(maxsize=1)
+def _plain_step_products(_: int = 0) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """The operands of every matrix product of one plain CQL step (:func:`_plain_sgd_steps`),
+    as :func:`dprl.kernels.matmul` receives them (transposed views included)."""
+    import dprl.kernels
+
+    products, real = [], dprl.kernels.matmul
+
+    def recording(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        products.append((a.detach().numpy(), b.detach().numpy()))
+        return real(a, b)
+
+    dprl.kernels.matmul = recording
+    try:
+        _plain_sgd_steps(1)
+    finally:
+        dprl.kernels.matmul = real
+    return tuple(products)
+
+
+def _step_products_only(steps: int) -> None:
+    """The matrix products of ``steps`` plain CQL steps and nothing else: numpy's pinned
+    ``matmul`` on the recorded operands."""
+    products = _plain_step_products()
+    for _ in range(steps):
+        for a, b in products:
+            np.matmul(a, b)
+
+
 _OU_QUERY_BATCH = 1000
 
 
@@ -664,6 +693,13 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "which should stay <= 1.6; 1 thread", "steps", _plain_sgd_steps,
               partial(_dp_sgd_steps, "layer_identity"), size=500, quick_size=5,
               setup=_dp_sgd_state, goal=1.6, at_most=True),
+    Benchmark("batching-ceiling", "what training runs batched could gain at most (issue 27, "
+              "item 6): the matrix products of a plain CQL step (2 x 256, b = 256; their bits "
+              "are the run's, so they stay one run's each) replayed alone (candidate) vs the "
+              "whole step (reference); the ratio bounds the per-step speed-up of any batching "
+              "that leaves the products as they are, even if all else cost nothing; the "
+              "issue's 2.5x needs it >= 2.5; 1 thread", "steps", _step_products_only,
+              _plain_sgd_steps, size=500, quick_size=5, setup=_plain_step_products),
     Scaling("ou-scaling", "Ornstein-Uhlenbeck path answering N uniform queries in batches of "
             f"{_OU_QUERY_BATCH} (Wang & Hegde 2019, Prop. 9: O(N log N), slope about 1; "
             "O(N^2) would be 2)", "queries", _ou_query_times,

@@ -57,3 +57,19 @@ def test_xie_calibration_and_hiv_benchmarks_do_equivalent_work():
     for k, (data, ratio) in enumerate(hiv.reference(2)):
         np.testing.assert_array_equal(batched.rewards[k], data.rewards)
         np.testing.assert_array_equal(ratios[k], ratio)
+
+
+def test_batching_ceiling_replays_every_product_of_a_plain_step():
+    """The target's forward (3 products), the Q-network's (3) and the backward (5: the
+    first layer's input needs no gradient) of a 2 x 256 CQL step on 256 4-D transitions."""
+    import dprl.kernels
+    from dprl.bench import _plain_step_products
+
+    products = _plain_step_products()
+    assert dprl.kernels.matmul.__name__ == "matmul"  # the recording is undone
+    shapes = [(a.shape, b.shape) for a, b in products]
+    forward = [((256, 4), (4, 256)), ((256, 256), (256, 256)), ((256, 256), (256, 2))]
+    backward = [((256, 2), (2, 256)), ((2, 256), (256, 256)), ((256, 256), (256, 256)),
+                ((256, 256), (256, 256)), ((256, 256), (256, 4))]
+    assert shapes == forward + forward + backward
+    assert BENCHMARKS["batching-ceiling"].reference.__name__ == "_plain_sgd_steps"
