@@ -96,7 +96,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dprl.experiments.runner import Interrupted, WorkerLost, WorkerRefused, remeasure
+    from dprl.experiments.dask_engine import WorkerLost, WorkerRefused
+    from dprl.experiments.runner import Interrupted, remeasure
     from dprl.experiments.slurm import MissingExtra
 
     if (args.experiment is None) == (not args.all):

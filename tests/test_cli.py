@@ -35,7 +35,7 @@ from dprl.seeding import trial_generators
     (["run", "xie2019-chain", "--scale", "huge"], "python -m dprl run: error: argument --scale: "
                                                   "invalid choice: 'huge'"),
     (["bench", "nosuch"], "python -m dprl bench: error: argument name: unknown benchmark "
-                          "'nosuch'; known: chain-sampler,"),
+                          "'nosuch'; known: batching-ceiling, chain-sampler,"),
 ])
 def test_bad_arguments_give_one_line_and_exit_status_2(args, message, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -21,7 +21,7 @@ import psutil
 from distributed import Client, LocalCluster
 
 from dprl.__main__ import main
-from dprl.experiments import get, result_paths, run, runner
+from dprl.experiments import dask_engine, get, result_paths, run, runner
 from dprl.experiments.runner import run_many
 from dprl.experiments.registry import config_to_dict
 from dprl.floating_point import processor, settings
@@ -135,12 +135,12 @@ def _stop(process: subprocess.Popen) -> None:
 def test_the_workers_of_a_running_scheduler_give_the_serial_bits(cluster, serial, tmp_path,
                                                                  monkeypatch, capsys):
     monkeypatch.setattr(runner, "_compute_batch", _nowhere_here)
-    monkeypatch.delenv(runner.SCHEDULER_ENV, raising=False)
+    monkeypatch.delenv(dask_engine.SCHEDULER_ENV, raising=False)
     result = run(EXPERIMENT, "smoke", tmp_path / "argument", progress=False,
                  scheduler=cluster.address)
     _assert_same_bits(serial, result)
     # the command line, with the scheduler from the environment
-    monkeypatch.setenv(runner.SCHEDULER_ENV, cluster.address)
+    monkeypatch.setenv(dask_engine.SCHEDULER_ENV, cluster.address)
     results_dir = tmp_path / "environment"
     assert main(["run", EXPERIMENT, "--results-dir", str(results_dir)]) == 0, cluster.logs()
     assert f"wrote {EXPERIMENT} (smoke): 4 trials" in capsys.readouterr().out
@@ -160,7 +160,7 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
         workers = cluster.client.scheduler_info(n_workers=-1)["workers"]
         names = {info["name"]: address for address, info in workers.items()}
         monkeypatch.setattr(runner, "_compute_batch", _nowhere_here)
-        with pytest.raises(runner.WorkerRefused) as refused:
+        with pytest.raises(dask_engine.WorkerRefused) as refused:
             run(EXPERIMENT, "smoke", tmp_path, progress=False, scheduler=cluster.address)
         message = str(refused.value)
         assert message.startswith("1 of 3 dask workers would not compute the same bits")
@@ -183,27 +183,27 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
 
 def test_a_batch_on_a_worker_that_joined_after_the_check_is_refused(tmp_path):
     names = sorted(settings())
-    wanted = runner._environment_at_start(names)
+    wanted = dask_engine._environment_at_start(names)
     other = dict(wanted, OPENBLAS_NUM_THREADS="7")
-    with pytest.raises(runner.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
-        runner._batch_task(other, EXPERIMENT, "smoke", 0, 2, tmp_path)
+    with pytest.raises(dask_engine.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
+        dask_engine._batch_task(other, EXPERIMENT, "smoke", 0, 2, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_scheduler_comes_from_the_argument_or_the_environment(tmp_path, monkeypatch):
-    monkeypatch.delenv(runner.SCHEDULER_ENV, raising=False)
-    assert runner._scheduler_address(None, 4) is None
-    assert runner._scheduler_address(" tcp://a:1 ", 1) == "tcp://a:1"
-    monkeypatch.setenv(runner.SCHEDULER_ENV, "")
-    assert runner._scheduler_address(None, 1) is None
-    monkeypatch.setenv(runner.SCHEDULER_ENV, "tcp://b:2")
-    assert runner._scheduler_address(None, 1) == "tcp://b:2"
-    assert runner._scheduler_address("tcp://a:1", 1) == "tcp://a:1"  # the argument wins
+    monkeypatch.delenv(dask_engine.SCHEDULER_ENV, raising=False)
+    assert dask_engine.scheduler_address(None, 4) is None
+    assert dask_engine.scheduler_address(" tcp://a:1 ", 1) == "tcp://a:1"
+    monkeypatch.setenv(dask_engine.SCHEDULER_ENV, "")
+    assert dask_engine.scheduler_address(None, 1) is None
+    monkeypatch.setenv(dask_engine.SCHEDULER_ENV, "tcp://b:2")
+    assert dask_engine.scheduler_address(None, 1) == "tcp://b:2"
+    assert dask_engine.scheduler_address("tcp://a:1", 1) == "tcp://a:1"  # the argument wins
     with pytest.raises(ValueError, match=r"jobs=3 and a dask scheduler \(DPRL_SCHEDULER="
                                          r"tcp://b:2\) were both given"):
         run(EXPERIMENT, "smoke", tmp_path, progress=False, jobs=3)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
-    monkeypatch.delenv(runner.SCHEDULER_ENV)
+    monkeypatch.delenv(dask_engine.SCHEDULER_ENV)
     with pytest.raises(ValueError, match=r"jobs=2 and a dask scheduler \(scheduler=tcp://a:1\)"):
         run(EXPERIMENT, "smoke", tmp_path, progress=False, jobs=2, scheduler="tcp://a:1")
 
@@ -296,7 +296,7 @@ def hidden(tmp_path, monkeypatch):
 
     folder = tmp_path / "hidden"
     monkeypatch.setenv(slow_experiment.RESULTS_ENV, str(folder))
-    with runner._environment_kept(), LocalCluster(
+    with dask_engine._environment_kept(), LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, memory_limit=0,
             dashboard_address=None, silence_logs=logging.ERROR,
             preload=["slow_experiment"]) as local, Client(
@@ -310,7 +310,7 @@ def test_workers_without_the_results_folder_get_their_inputs_from_here(hidden, t
     test-reader's batches get test-source's result, computed in the same call, from here,
     and the batches come back here to be saved; the same bits as a serial run."""
     hidden.folder.mkdir()
-    assert not runner._shared_filesystem(hidden.client, hidden.folder)
+    assert not dask_engine._shared_filesystem(hidden.client, hidden.folder)
     found = run_many(["test-reader", "test-source"], "smoke", hidden.folder, progress=False,
                      scheduler=hidden.address)
     monkeypatch.setenv("DPRL_TEST_RESULTS", str(tmp_path / "serial"))

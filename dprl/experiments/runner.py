@@ -7,14 +7,10 @@ each finished batch of trials is saved under ``<id>[.<scale>].partial/``; a reru
 same config at the same commit picks up from there.
 
 With ``jobs > 1``, a dask scheduler's address (``scheduler``, or ``DPRL_SCHEDULER`` in the
-environment) or ``slurm``, the batches are dask tasks: on a ``LocalCluster`` of ``jobs``
-worker processes started here, on the workers of an existing cluster, or on Slurm jobs'.
-:func:`run_many` (``run --all``) submits the batches of several experiments at once, each
-experiment's after the results it reads. On a filesystem the workers share (found out by
-asking them) each worker saves the batches it computes; otherwise the batches come back here
-to be saved, and the results an experiment reads are sent to the workers. A worker is
-refused unless it started with this process's floating-point settings
-(:mod:`dprl.floating_point`) and runs dprl at the same commit.
+environment) or ``slurm``, the batches are dask tasks (:mod:`dprl.experiments.dask_engine`):
+on a ``LocalCluster`` of ``jobs`` worker processes started here, on the workers of an
+existing cluster, or on Slurm jobs'. :func:`run_many` (``run --all``) submits the batches of
+several experiments at once, each experiment's after the results it reads.
 """
 
 from __future__ import annotations
@@ -22,12 +18,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import re
 import shutil
-import signal
-import sys
 import threading
 import time
 import uuid
@@ -40,8 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from dprl import floating_point
-from dprl.experiments.provenance import git_state, provenance, worker_record
+from dprl.experiments.provenance import git_state, provenance
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get, run_order
 from dprl.paths import RESULTS_DIR
 from dprl.seeding import trial_generators
@@ -106,11 +98,12 @@ def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESU
     as ``tcp://host:8786``; default: ``DPRL_SCHEDULER`` in the environment, if set) on that
     cluster's workers, and with ``slurm`` on that many Slurm jobs' workers
     (:func:`dprl.experiments.slurm.slurm_cluster`); the workers must be pinned like this
-    process (:class:`WorkerRefused` otherwise). ``shared_fs``: whether the workers see the
-    results folder (None: found out by asking them); without it the batches come back here
-    to be saved. The result is the same bits either way, since every experiment is
-    batch-invariant. Ctrl-C (KeyboardInterrupt) cancels the batches not yet started and
-    raises :class:`Interrupted`; the finished batches are kept.
+    process (:class:`~dprl.experiments.dask_engine.WorkerRefused` otherwise).
+    ``shared_fs``: whether the workers see the results folder (None: found out by asking
+    them); without it the batches come back here to be saved. The result is the same bits
+    either way, since every experiment is batch-invariant. Ctrl-C (KeyboardInterrupt)
+    cancels the batches not yet started and raises :class:`Interrupted`; the finished
+    batches are kept.
     """
     return run_many([experiment_id], scale, results_dir, resume, progress, jobs, scheduler,
                     slurm, shared_fs)[experiment_id]
@@ -127,9 +120,11 @@ def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
     experiment's batches wait for the results of those it reads, assembled by a task of
     their own and handed to them (:func:`load` and :func:`status` on the worker return
     them), so its batches start as soon as those results exist."""
+    from dprl.experiments.dask_engine import dask_client, run_graph, scheduler_address
+
     jobs = require_int("jobs", jobs)
     if slurm is None:
-        scheduler = _scheduler_address(scheduler, jobs)
+        scheduler = scheduler_address(scheduler, jobs)
     else:
         require_int("slurm", slurm)
         if jobs > 1 or scheduler is not None:
@@ -144,9 +139,9 @@ def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
         try:
             if jobs == 1 and scheduler is None and slurm is None:
                 return {plan.experiment.id: plan.run_here(bar) for plan in plans}
-            with _dask_client(min(jobs, sum(len(plan.todo) for plan in plans) or 1),
-                              scheduler, slurm) as client:
-                return _run_graph(client, plans, bar, shared_fs)
+            with dask_client(min(jobs, sum(len(plan.todo) for plan in plans) or 1),
+                             scheduler, slurm) as client:
+                return run_graph(client, plans, bar, shared_fs)
         except KeyboardInterrupt:
             raise Interrupted(label, sum(plan.saved_trials() for plan in plans),
                               total) from None
@@ -362,104 +357,6 @@ def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None
     return run(experiment_id, scale, results_dir, progress=progress)
 
 
-SCHEDULER_ENV = "DPRL_SCHEDULER"
-
-
-class WorkerRefused(RuntimeError):
-    """A dask worker that would not compute the same bits as this process: started with
-    other floating-point settings, or running dprl at another commit (or not at all)."""
-
-
-def _scheduler_address(scheduler: str | None, jobs: int) -> str | None:
-    """The dask scheduler a run uses: ``scheduler``, else ``DPRL_SCHEDULER`` in the
-    environment (unset or empty: none). One with ``jobs > 1`` is refused: the cluster's
-    workers decide how many batches run at once."""
-    source = "scheduler"
-    if scheduler is None:
-        scheduler, source = os.environ.get(SCHEDULER_ENV) or None, SCHEDULER_ENV
-    if scheduler is not None:
-        scheduler = scheduler.strip()
-        if not scheduler:
-            raise ValueError("scheduler must be a dask scheduler's address, such as "
-                             "tcp://host:8786, got ''")
-        if jobs > 1:
-            raise ValueError(f"jobs={jobs} and a dask scheduler ({source}={scheduler}) were "
-                             "both given: the cluster's workers decide how many batches run "
-                             "at once; give one of them")
-    return scheduler
-
-
-class WorkerLost(RuntimeError):
-    """A dask worker died (or was stopped) while computing a batch, too often for the
-    scheduler to retry it; the batches finished before are saved."""
-
-
-def _run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
-               shared_fs: bool | None) -> dict[str, Result]:
-    """Submit every batch of ``plans`` and each plan's assembly to the dask ``client`` at
-    once (after :func:`_check_workers`); save the batches as they complete (the workers do,
-    on a shared filesystem; this process, otherwise) and write each result once its batches
-    are in. Pending tasks are cancelled on any error or KeyboardInterrupt."""
-    from distributed import KilledWorker, as_completed
-
-    wanted = _check_workers(client)
-    if shared_fs is None:
-        shared_fs = _shared_filesystem(client, plans[0].results_dir)
-    inputs: dict[str, Any] = {}
-    batches: dict[Any, tuple[_Plan, int, int]] = {}
-    for plan in plans:
-        parts = _submit_plan(client, plan, wanted, shared_fs, _inputs(client, plan, inputs))
-        batches.update((future, (plan, *batch)) for batch, future in parts.items()
-                       if batch not in plan.done)
-        inputs[plan.experiment.id] = client.submit(
-            _assemble, *(parts[batch] for batch in plan.batches), pure=False)
-    left = {plan.experiment.id: len(plan.todo) for plan in plans}
-    try:
-        results = {plan.experiment.id: plan.write(inputs[plan.experiment.id].result())
-                   for plan in plans if not plan.todo}
-        for future, part in as_completed(list(batches), loop=client.loop, with_results=True):
-            plan, start, stop = batches[future]
-            if not shared_fs:
-                _save_batch(plan.partial, start, stop, part)
-            bar.update(stop - start)
-            left[plan.experiment.id] -= 1
-            if not left[plan.experiment.id]:
-                results[plan.experiment.id] = plan.write(inputs[plan.experiment.id].result())
-    except KilledWorker as error:
-        raise WorkerLost(f"a dask worker died computing a batch ({error}); the finished "
-                         "batches are saved: rerun the same command to resume") from None
-    finally:
-        client.cancel(list(batches) + list(inputs.values()))
-    return results
-
-
-def _submit_plan(client: Any, plan: _Plan, wanted: dict[str, str | None], shared_fs: bool,
-                 inputs: tuple) -> dict[tuple[int, int], Any]:
-    """A future per batch of ``plan``: a :func:`_batch_task` for each batch left, its saved
-    part scattered for each one done."""
-    partial = plan.partial if shared_fs else None
-    parts = {batch: client.submit(_batch_task, wanted, plan.experiment.id, plan.scale,
-                                  *batch, partial, inputs, pure=False) for batch in plan.todo}
-    for batch in sorted(plan.done):
-        parts[batch] = client.scatter([_read_batch(plan.partial, *batch)], hash=False)[0]
-    return parts
-
-
-def _inputs(client: Any, plan: _Plan, known: dict[str, Any]) -> tuple:
-    """The results ``plan``'s batches read, as ``(experiment_id, scale, folder key,
-    future)`` for :func:`_provided`: for each experiment of its ``after``, the future of
-    its assembly in this run, else (added to ``known``) its current stored result
-    scattered; one neither computed nor current is left to the experiment to report."""
-    found = []
-    for name in plan.experiment.after:
-        if name not in known and status(name, plan.scale, plan.results_dir) == "current":
-            known[name] = client.scatter([load(name, plan.scale, plan.results_dir)],
-                                         hash=False)[0]
-        if name in known:
-            found.append((name, plan.scale, _folder_key(plan.results_dir), known[name]))
-    return tuple(found)
-
-
 _PROVIDED = threading.local()
 
 
@@ -487,157 +384,6 @@ def _provided_arrays(experiment_id: str, scale: str,
     """The arrays :func:`_provided` gives for this result, or None."""
     return getattr(_PROVIDED, "results", {}).get(
         (experiment_id, scale, _folder_key(results_dir)))
-
-
-def _shared_filesystem(client: Any, results_dir: Path) -> bool:
-    """Whether every worker of ``client`` reads a file written here in ``results_dir``."""
-    token = uuid.uuid4().hex
-    probe = results_dir / f".probe-{token}.json"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    _write_text(probe, json.dumps(token))
-    try:
-        seen = client.run(_read_json, probe)
-    finally:
-        probe.unlink()
-    return all(value == token for value in seen.values())
-
-
-@contextlib.contextmanager
-def _dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> Iterator[Any]:
-    """A dask ``Client`` of the running ``scheduler``; of ``slurm`` Slurm jobs' workers
-    (:func:`dprl.experiments.slurm.slurm_cluster`); or of a ``LocalCluster`` of ``jobs``
-    single-threaded worker processes (no memory limit, no dashboard), whose workers ignore
-    SIGINT and inherit this process's environment, the floating-point settings :mod:`dprl`
-    pinned at import included. A cluster started here is closed on exit."""
-    from distributed import Client, LocalCluster
-
-    with contextlib.ExitStack() as stack:
-        if slurm is not None:
-            from dprl.experiments.slurm import slurm_cluster
-
-            target = stack.enter_context(slurm_cluster(slurm))
-        elif scheduler is None:
-            stack.enter_context(_environment_kept())
-            with _sigint_ignored():
-                target = stack.enter_context(LocalCluster(
-                    n_workers=jobs, threads_per_worker=1, processes=True, memory_limit=0,
-                    dashboard_address=None, silence_logs=logging.ERROR))
-        else:
-            target = scheduler
-        try:
-            client = stack.enter_context(Client(target, set_as_default=False))
-        except OSError as error:
-            raise ConnectionError(f"cannot connect to the dask scheduler at {scheduler} "
-                                  f"(--scheduler or {SCHEDULER_ENV}): {error}") from None
-        yield client
-
-
-@contextlib.contextmanager
-def _environment_kept() -> Iterator[None]:
-    """``os.environ`` restored on exit: a ``LocalCluster``'s nannies, which run in this
-    process, set their workers' thread counts (``OMP_NUM_THREADS=1``, ...) in it before
-    starting a worker."""
-    before = dict(os.environ)
-    try:
-        yield
-    finally:
-        for name in set(os.environ) - set(before):
-            del os.environ[name]
-        os.environ.update(before)
-
-
-def _check_workers(client: Any) -> dict[str, str | None]:
-    """This process's floating-point settings (the variables of
-    :func:`dprl.floating_point.settings`, None where unset), once every worker of
-    ``client`` (waiting for one, when there is none yet) is found to have started with the
-    same and to run dprl at this commit; :class:`WorkerRefused` otherwise, naming each
-    refused worker and what differs, before any batch is submitted."""
-    wanted = {name: os.environ.get(name) for name in floating_point.settings()}
-    if not client.scheduler_info()["workers"]:
-        tqdm.write(f"waiting for a dask worker to connect to {client.scheduler.address}",
-                   file=sys.stderr)
-        client.wait_for_workers(1)
-    states = client.run(_worker_state, sorted(wanted), on_error="return")
-    commit = git_state()["commit"]
-    refused = []
-    for address, state in sorted(states.items()):
-        if isinstance(state, BaseException):
-            refused.append(f"{address}: cannot run dprl ({type(state).__name__}: {state})")
-            continue
-        differing = _differing_settings(state["environ"], wanted)
-        if differing:
-            refused.append(f"{address}: {differing}")
-        if commit is not None and state["commit"] != commit:
-            refused.append(f"{address}: dprl at commit {state['commit']} (here: {commit})")
-    if refused:
-        raise WorkerRefused(
-            f"{len({line.split(': ')[0] for line in refused})} of {len(states)} dask workers "
-            "would not compute the same bits as this process; start them from a checkout "
-            "at the same commit with `env $(python -m dprl env) dask worker ...`:\n  "
-            + "\n  ".join(refused))
-    return wanted
-
-
-def _differing_settings(found: dict[str, str | None], wanted: dict[str, str | None]) -> str:
-    """The variables of ``wanted`` whose values in ``found`` differ, as
-    ``NAME='value' (here: 'value')`` or ``NAME unset (here: 'value')``, comma-separated
-    (empty when they all agree)."""
-    def there(name: str) -> str:
-        return f"{name} unset" if found.get(name) is None else f"{name}={found[name]!r}"
-
-    return ", ".join(f"{there(name)} (here: {'unset' if value is None else repr(value)})"
-                     for name, value in sorted(wanted.items()) if found.get(name) != value)
-
-
-def _environment_at_start(names: Sequence[str]) -> dict[str, str | None]:
-    """The values of ``names`` (None where unset) in this process's environment as it
-    started, which is what numpy, OpenBLAS and torch read: from ``/proc/self/environ``
-    where it exists (a dask worker imports numpy before dprl, whose pinning of the unset
-    variables then comes too late), else from ``os.environ``."""
-    try:
-        with open("/proc/self/environ", "rb") as environ:
-            entries = environ.read().split(b"\0")
-    except OSError:
-        return {name: os.environ.get(name) for name in names}
-    start = dict(entry.decode(errors="replace").split("=", 1) for entry in entries
-                 if b"=" in entry)
-    return {name: start.get(name) for name in names}
-
-
-def _worker_state(names: Sequence[str]) -> dict[str, Any]:
-    """A worker's environment at its start (the variables ``names``) and the commit of its
-    dprl checkout: run on every worker by :func:`_check_workers`."""
-    return {"environ": _environment_at_start(names), "commit": git_state()["commit"]}
-
-
-def _batch_task(wanted: dict[str, str | None], experiment_id: str, scale: str, start: int,
-                stop: int, partial: Path | None, inputs: tuple = ()) -> _Part:
-    """Trials ``start .. stop - 1`` computed on a dask worker, with the results ``inputs``
-    (:func:`_provided`), and saved in ``partial`` unless None (no shared filesystem); refused
-    (:class:`WorkerRefused`) unless the worker started with the floating-point settings
-    ``wanted``: one that joined the cluster after :func:`_check_workers` is checked here."""
-    differing = _differing_settings(_environment_at_start(list(wanted)), wanted)
-    if differing:
-        raise WorkerRefused(f"a dask worker started with other floating-point settings than "
-                            f"the run's: {differing}")
-    with _provided(inputs):
-        part = _compute(experiment_id, scale, start, stop, (worker_record(),))
-    if partial is not None:
-        _save_batch(partial, start, stop, part)
-    return part
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored inside the block (in the main thread; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _batches(config: TrialConfig) -> list[tuple[int, int]]:

@@ -12,7 +12,9 @@ priority: whenever a worker is free it starts, of the tasks whose inputs are don
 the longest path of work from its start to the end of the graph. Any list schedule ends within
 total / W + (1 - 1/W) x critical path, hence within (2 - 1/W) times the optimum (Graham, R. L.
 (1969), Bounds on multiprocessing timing anomalies, SIAM J. Appl. Math. 17(2), 416-429), and no
-schedule ends before max(total / W, critical path) (:func:`lower_bound`).
+schedule ends before max(total / W, critical path) (:func:`lower_bound`). Both add the
+costs exactly (as fractions) and round only their answer, so the bound holds in floating point
+as it does in exact arithmetic, whatever order the additions take.
 
 Assumed: a trial costs on every worker the CPU seconds measured on the machine its sidecar
 records, every trial of an experiment costs the same, a worker is one single-threaded process
@@ -25,6 +27,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 from dprl.experiments.registry import get, run_order
@@ -164,19 +167,20 @@ def simulate(graph: TaskGraph, workers: int) -> float:
     """The wall time in seconds (makespan) of list scheduling ``graph`` on ``workers``
     identical workers with critical-path priority: whenever a worker is free, it starts the
     ready task with the longest remaining path (:func:`remaining_paths`; ties: the earlier
-    task); a task is ready when every task it waits for has finished."""
+    task); a task is ready when every task it waits for has finished. Times are added
+    exactly; the makespan is rounded to the nearest float."""
     workers = require_int("workers", workers)
     remaining = remaining_paths(graph)
     successors = _successors(graph)
     waiting = [len(set(predecessors)) for predecessors in graph.after]
     ready = [(-remaining[i], i) for i, count in enumerate(waiting) if count == 0]
     heapq.heapify(ready)
-    running: list[tuple[float, int]] = []  # (finish time, task)
-    now = 0.0
+    running: list[tuple[Fraction, int]] = []  # (exact finish time, task)
+    now = Fraction(0)
     while ready or running:
         while ready and len(running) < workers:
             _, index = heapq.heappop(ready)
-            heapq.heappush(running, (now + graph.tasks[index].cost_s, index))
+            heapq.heappush(running, (now + Fraction(graph.tasks[index].cost_s), index))
         now = running[0][0]
         while running and running[0][0] == now:
             _, index = heapq.heappop(running)
@@ -184,7 +188,7 @@ def simulate(graph: TaskGraph, workers: int) -> float:
                 waiting[successor] -= 1
                 if waiting[successor] == 0:
                     heapq.heappush(ready, (-remaining[successor], successor))
-    return now
+    return float(now)
 
 
 def simulate_in_turn(graph: TaskGraph, workers: int) -> float:
@@ -210,19 +214,20 @@ def _subgraph(graph: TaskGraph, indices: Sequence[int]) -> TaskGraph:
 
 def lower_bound(graph: TaskGraph, workers: int) -> float:
     """No schedule of ``graph`` on ``workers`` workers ends sooner: max(total CPU seconds /
-    workers, critical path), in seconds."""
+    workers, critical path), in seconds, computed exactly and rounded to the nearest float
+    (rounding being monotone, never above :func:`simulate`'s makespan)."""
     workers = require_int("workers", workers)
-    return max(graph.total_s / workers, max(_finish_times(graph), default=0.0))
+    total = sum((Fraction(task.cost_s) for task in graph.tasks), Fraction(0))
+    return float(max(total / workers, max(_finish_times(graph), default=Fraction(0))))
 
 
-def _finish_times(graph: TaskGraph) -> list[float]:
+def _finish_times(graph: TaskGraph) -> list[Fraction]:
     """Each task's earliest finish with unlimited workers, ``max(finish of what it waits
-    for) + cost``: the critical path summed in the order :func:`simulate` sums it (rounded
-    addition being monotone, no schedule then ends below it, not even by rounding)."""
-    finish = [0.0] * len(graph.tasks)
+    for) + cost``, exactly: the last of them is the critical path."""
+    finish = [Fraction(0)] * len(graph.tasks)
     for index in _topological_order(graph):
-        finish[index] = max((finish[p] for p in graph.after[index]), default=0.0) + \
-            graph.tasks[index].cost_s
+        finish[index] = max((finish[p] for p in graph.after[index]), default=Fraction(0)) + \
+            Fraction(graph.tasks[index].cost_s)
     return finish
 
 
@@ -237,7 +242,7 @@ def scaling_table(graph: TaskGraph | None = None,
     if isinstance(workers, (str, bytes)) or not isinstance(workers, Sequence) or not workers:
         raise ValueError(f"workers must be a non-empty sequence of integers, got {workers!r}")
     workers = [require_int("workers", w) for w in workers]
-    path_h = max(_finish_times(graph), default=0.0) / 3600
+    path_h = float(max(_finish_times(graph), default=Fraction(0))) / 3600
     rows = []
     for w in workers:
         wall = simulate(graph, w)
