@@ -86,20 +86,24 @@ def _record(experiment_id: str, results_dir: Path | str) -> dict:
     return record
 
 
-def _sharma_run_costs(experiment_id: str, results_dir: Path | str) -> tuple[float, list[float]]:
-    """The recorded CPU seconds of a Sharma training result, and those of each of its runs
-    at its paper length."""
+def _sharma_run_costs(experiment_id: str, results_dir: Path | str
+                      ) -> tuple[float, float, list[float]]:
+    """The recorded CPU seconds of a Sharma training result; the same at the paper's
+    lengths, the recorded seconds times the ratio of the paper's steps to the book's
+    (exactly the recorded seconds where every run keeps the cap); and each run's at its
+    paper length."""
     config = get(experiment_id).config("paper")
     book_s = _record(experiment_id, results_dir)["cpu_time_s"]
-    per_step = book_s / (config.steps * config.n_trials)
-    return book_s, [per_step * (sharma_paper_steps(config.env, run) or config.steps)
-                    for run in config.runs]
+    book_steps = config.steps * config.n_trials
+    steps = [sharma_paper_steps(config.env, run) or config.steps for run in config.runs]
+    return (book_s, book_s * (sum(steps) / book_steps),
+            [book_s * (n / book_steps) for n in steps])
 
 
 def sharma_cost(experiment_id: str, results_dir: Path | str = RESULTS_DIR) -> Cost:
     """A Sharma training result at the paper's lengths (module docstring)."""
-    book_s, runs = _sharma_run_costs(experiment_id, results_dir)
-    return Cost(experiment_id, book_s, sum(runs), max(runs))
+    book_s, paper_s, runs = _sharma_run_costs(experiment_id, results_dir)
+    return Cost(experiment_id, book_s, paper_s, max(runs))
 
 
 def xie_cost(experiment_id: str, trials: int = XIE_TRIALS,
@@ -151,7 +155,7 @@ def paper_scale_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
 def _paper_tasks(experiment: str, book: list[Task], results_dir: Path | str) -> list[Task]:
     """An experiment's tasks at the paper's scale (:func:`paper_scale_graph`)."""
     if experiment in SHARMA_RESULTS:
-        _, runs = _sharma_run_costs(experiment, results_dir)
+        _, _, runs = _sharma_run_costs(experiment, results_dir)
         return [Task(experiment, t.start, t.stop, math.fsum(runs[t.start:t.stop])) for t in book]
     if experiment in XIE_RESULTS:
         per_trial = xie_cost(experiment, 1, results_dir).paper_s
