@@ -15,7 +15,7 @@ from dprl.balle2016.calibration import smooth_gaussian_delta
 from dprl.experiments import all_experiments, get, load
 from dprl.experiments.audits import (SAMPLED, AuditRow, accountant_epsilon, audit_row,
                                      audited_bound, pair_epsilon)
-from dprl.experiments.runner import compute_trials
+from dprl.experiments.batches import compute_trials
 
 AUDITS = [e.id for e in all_experiments() if e.id in SAMPLED]
 

@@ -12,7 +12,7 @@ from scipy import stats
 from dprl.accounting.pld import poisson_gaussian_or_idle_epsilon
 from dprl.experiments import get
 from dprl.experiments.audits import audited_bound, pair_epsilon
-from dprl.experiments.runner import compute_trials
+from dprl.experiments.batches import compute_trials
 from dprl.experiments import audits_sharma2025 as audits
 from dprl.experiments import audits_sharma2025_training as training
 from dprl.sharma2025.accounting import dp_sgd_epsilon

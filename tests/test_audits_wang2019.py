@@ -16,7 +16,7 @@ import dprl.wang2019.q_learning as ql
 from dprl.experiments import get
 from dprl.experiments.audits import (SAMPLED, accountant_epsilon, audit_row, exact_gdp_mu,
                                      pair_epsilon, statistic_losses)
-from dprl.experiments.runner import compute_trials
+from dprl.experiments.batches import compute_trials
 from dprl.experiments.wang2019 import FIGURE2, figure2_dqn
 from dprl.seeding import trial_generator
 from dprl.wang2019 import run_paths

@@ -15,7 +15,7 @@ from dprl.experiments.audits import SAMPLED, accountant_epsilon, audit_row, pair
 from dprl.experiments.audits_xie2019 import (CHAIN, GPOPEAuditConfig,
                                              canary_log_likelihood_ratio, gpope_module,
                                              gpope_statistics, pair_sensitivity)
-from dprl.experiments.runner import compute_trials
+from dprl.experiments.batches import compute_trials
 from dprl.features import tabular_features
 from dprl.policy_evaluation import td_statistics
 from dprl.seeding import trial_generator, trial_generators

@@ -18,7 +18,7 @@ from dprl.bench import BENCHMARKS
 from dprl.experiments import all_experiments, get, load, result_paths, status
 from dprl.experiments.plan import compute_table, run_all, run_order
 from dprl.experiments.registry import config_to_dict
-from dprl.experiments.runner import _write_result
+from dprl.experiments.storage import write_result
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_generators
 
@@ -90,7 +90,7 @@ def test_quick_benchmark_goals_are_not_judged(capsys):
 def _result_files(tmp_path: Path, experiment_id: str, scale: str = "smoke") -> tuple[Path, Path]:
     arrays, sidecar, _ = result_paths(experiment_id, scale, tmp_path)
     record = {"config": config_to_dict(get(experiment_id).config(scale)), "wall_time_s": 2.5}
-    _write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
+    write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
     return arrays, sidecar
 
 

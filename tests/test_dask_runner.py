@@ -21,7 +21,7 @@ import psutil
 from distributed import Client, LocalCluster
 
 from dprl.__main__ import main
-from dprl.experiments import dask_engine, get, result_paths, run, runner
+from dprl.experiments import batches, dask_engine, get, result_paths, run, runner, storage
 from dprl.experiments.runner import run_many
 from dprl.experiments.registry import config_to_dict
 from dprl.floating_point import processor, settings
@@ -134,7 +134,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 def test_the_workers_of_a_running_scheduler_give_the_serial_bits(cluster, serial, tmp_path,
                                                                  monkeypatch, capsys):
-    monkeypatch.setattr(runner, "_compute_batch", _nowhere_here)
+    monkeypatch.setattr(runner, "compute_batch", _nowhere_here)
     monkeypatch.delenv(dask_engine.SCHEDULER_ENV, raising=False)
     result = run(EXPERIMENT, "smoke", tmp_path / "argument", progress=False,
                  scheduler=cluster.address)
@@ -159,7 +159,7 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
         cluster.client.wait_for_workers(3, timeout=120)
         workers = cluster.client.scheduler_info(n_workers=-1)["workers"]
         names = {info["name"]: address for address, info in workers.items()}
-        monkeypatch.setattr(runner, "_compute_batch", _nowhere_here)
+        monkeypatch.setattr(runner, "compute_batch", _nowhere_here)
         with pytest.raises(dask_engine.WorkerRefused) as refused:
             run(EXPERIMENT, "smoke", tmp_path, progress=False, scheduler=cluster.address)
         message = str(refused.value)
@@ -230,7 +230,7 @@ def test_run_all_hands_the_workers_to_one_call(tmp_path, monkeypatch):
             arrays, sidecar, _ = result_paths(experiment_id, scale, results_dir)
             record = {"config": config_to_dict(get(experiment_id).config(scale)),
                       "wall_time_s": 1.0}
-            runner._write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
+            storage.write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
 
     monkeypatch.setattr(plan, "run_many", instant)
     assert main(["run", "--all", "--scheduler", "tcp://h:1", "--no-shared-fs",
@@ -319,7 +319,7 @@ def test_workers_without_the_results_folder_get_their_inputs_from_here(hidden, t
     for name in ("test-source", "test-reader"):
         _assert_same_bits(serial[name], found[name])
         assert found[name].provenance["workers"][0]["batches"] == len(
-            runner._batches(get(name).config("smoke")))
+            batches.trial_batches(get(name).config("smoke")))
         assert runner.load(name, "smoke", hidden.folder).arrays.keys() == found[name].arrays.keys()
     # the reader's trials read the source's result: without it, they fail
     monkeypatch.setenv("DPRL_TEST_RESULTS", str(tmp_path / "empty"))

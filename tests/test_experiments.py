@@ -13,8 +13,8 @@ from dprl.__main__ import main
 from dprl.experiments import (RECOMPUTE_ENV, Experiment, ResultNotCurrent, TrialConfig, get,
                               load, load_or_run, mismatched_trials, register, result_paths, run,
                               status)
-from dprl.experiments import runner
-from dprl.experiments.runner import compute_trials
+from dprl.experiments import batches, runner
+from dprl.experiments.batches import compute_trials
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -243,7 +243,7 @@ def test_saved_batches_of_another_commit_are_not_resumed(tmp_path, monkeypatch):
         run("test-toy", "paper", tmp_path, progress=False)
     FAIL_AFTER.clear()
     CALLS.clear()
-    monkeypatch.setattr(runner, "git_state", lambda: {"commit": "f" * 40, "dirty": False})
+    monkeypatch.setattr(batches, "git_state", lambda: {"commit": "f" * 40, "dirty": False})
     run("test-toy", "paper", tmp_path, progress=False)
     assert CALLS == [5, 5, 2]  # everything recomputed at the new commit
 

@@ -28,9 +28,9 @@ from tqdm import tqdm
 
 from dprl import floating_point
 from dprl.experiments.provenance import git_state, worker_record
-from dprl.experiments.runner import (Result, _assemble, _compute, _folder_key, _Part, _Plan,
-                                     _provided, _read_batch, _read_json, _save_batch,
-                                     _write_text, load, status)
+from dprl.experiments.batches import Part, assemble, compute, read_batch, save_batch
+from dprl.experiments.runner import Plan, Result, folder_key, load, provided_results, status
+from dprl.experiments.storage import read_json, write_text
 
 #: The environment variable that names a running dask scheduler (``tcp://host:port``).
 SCHEDULER_ENV = "DPRL_SCHEDULER"
@@ -65,7 +65,7 @@ class WorkerLost(RuntimeError):
     scheduler to retry it; the batches finished before are saved."""
 
 
-def run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
+def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
               shared_fs: bool | None) -> dict[str, Result]:
     """Submit every batch of ``plans`` and each plan's assembly to the dask ``client`` at
     once (after :func:`_check_workers`); save the batches as they complete (the workers do,
@@ -77,13 +77,13 @@ def run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
     if shared_fs is None:
         shared_fs = _shared_filesystem(client, plans[0].results_dir)
     inputs: dict[str, Any] = {}
-    batches: dict[Any, tuple[_Plan, int, int]] = {}
+    batches: dict[Any, tuple[Plan, int, int]] = {}
     for plan in plans:
         parts = _submit_plan(client, plan, wanted, shared_fs, _inputs(client, plan, inputs))
         batches.update((future, (plan, *batch)) for batch, future in parts.items()
                        if batch not in plan.done)
         inputs[plan.experiment.id] = client.submit(
-            _assemble, *(parts[batch] for batch in plan.batches), pure=False)
+            assemble, *(parts[batch] for batch in plan.batches), pure=False)
     left = {plan.experiment.id: len(plan.todo) for plan in plans}
     try:
         results = {plan.experiment.id: plan.write(inputs[plan.experiment.id].result())
@@ -91,7 +91,7 @@ def run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
         for future, part in as_completed(list(batches), loop=client.loop, with_results=True):
             plan, start, stop = batches[future]
             if not shared_fs:
-                _save_batch(plan.partial, start, stop, part)
+                save_batch(plan.partial, start, stop, part)
             bar.update(stop - start)
             left[plan.experiment.id] -= 1
             if not left[plan.experiment.id]:
@@ -104,7 +104,7 @@ def run_graph(client: Any, plans: Sequence[_Plan], bar: tqdm,
     return results
 
 
-def _submit_plan(client: Any, plan: _Plan, wanted: dict[str, str | None], shared_fs: bool,
+def _submit_plan(client: Any, plan: Plan, wanted: dict[str, str | None], shared_fs: bool,
                  inputs: tuple) -> dict[tuple[int, int], Any]:
     """A future per batch of ``plan``: a :func:`_batch_task` for each batch left, its saved
     part scattered for each one done."""
@@ -112,22 +112,23 @@ def _submit_plan(client: Any, plan: _Plan, wanted: dict[str, str | None], shared
     parts = {batch: client.submit(_batch_task, wanted, plan.experiment.id, plan.scale,
                                   *batch, partial, inputs, pure=False) for batch in plan.todo}
     for batch in sorted(plan.done):
-        parts[batch] = client.scatter([_read_batch(plan.partial, *batch)], hash=False)[0]
+        parts[batch] = client.scatter([read_batch(plan.partial, *batch)], hash=False)[0]
     return parts
 
 
-def _inputs(client: Any, plan: _Plan, known: dict[str, Any]) -> tuple:
+def _inputs(client: Any, plan: Plan, known: dict[str, Any]) -> tuple:
     """The results ``plan``'s batches read, as ``(experiment_id, scale, folder key,
-    future)`` for :func:`_provided`: for each experiment of its ``after``, the future of
-    its assembly in this run, else (added to ``known``) its current stored result
-    scattered; one neither computed nor current is left to the experiment to report."""
+    future)`` for :func:`~dprl.experiments.runner.provided_results`: for each experiment of
+    its ``after``, the future of its assembly in this run, else (added to ``known``) its
+    current stored result scattered; one neither computed nor current is left to the
+    experiment to report."""
     found = []
     for name in plan.experiment.after:
         if name not in known and status(name, plan.scale, plan.results_dir) == "current":
             known[name] = client.scatter([load(name, plan.scale, plan.results_dir)],
                                          hash=False)[0]
         if name in known:
-            found.append((name, plan.scale, _folder_key(plan.results_dir), known[name]))
+            found.append((name, plan.scale, folder_key(plan.results_dir), known[name]))
     return tuple(found)
 
 
@@ -136,9 +137,9 @@ def _shared_filesystem(client: Any, results_dir: Path) -> bool:
     token = uuid.uuid4().hex
     probe = results_dir / f".probe-{token}.json"
     results_dir.mkdir(parents=True, exist_ok=True)
-    _write_text(probe, json.dumps(token))
+    write_text(probe, json.dumps(token))
     try:
-        seen = client.run(_read_json, probe)
+        seen = client.run(read_json, probe)
     finally:
         probe.unlink()
     return all(value == token for value in seen.values())
@@ -253,19 +254,20 @@ def _worker_state(names: Sequence[str]) -> dict[str, Any]:
 
 
 def _batch_task(wanted: dict[str, str | None], experiment_id: str, scale: str, start: int,
-                stop: int, partial: Path | None, inputs: tuple = ()) -> _Part:
+                stop: int, partial: Path | None, inputs: tuple = ()) -> Part:
     """Trials ``start .. stop - 1`` computed on a dask worker, with the results ``inputs``
-    (:func:`_provided`), and saved in ``partial`` unless None (no shared filesystem); refused
-    (:class:`WorkerRefused`) unless the worker started with the floating-point settings
-    ``wanted``: one that joined the cluster after :func:`_check_workers` is checked here."""
+    (:func:`~dprl.experiments.runner.provided_results`), and saved in ``partial`` unless
+    None (no shared filesystem); refused (:class:`WorkerRefused`) unless the worker started
+    with the floating-point settings ``wanted``: one that joined the cluster after
+    :func:`_check_workers` is checked here."""
     differing = _differing_settings(_environment_at_start(list(wanted)), wanted)
     if differing:
         raise WorkerRefused(f"a dask worker started with other floating-point settings than "
                             f"the run's: {differing}")
-    with _provided(inputs):
-        part = _compute(experiment_id, scale, start, stop, (worker_record(),))
+    with provided_results(inputs):
+        part = compute(experiment_id, scale, start, stop, (worker_record(),))
     if partial is not None:
-        _save_batch(partial, start, stop, part)
+        save_batch(partial, start, stop, part)
     return part
 
 

@@ -24,8 +24,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from dprl.experiments.registry import get
-from dprl.experiments.runner import RESULTS_DIR, _sidecar, result_paths
+from dprl.experiments.runner import RESULTS_DIR, result_paths
 from dprl.experiments.scaling import Task, TaskGraph, task_graph
+from dprl.experiments.storage import read_sidecar
 from dprl.tables import Table
 from dprl.validation import require_int
 
@@ -79,7 +80,7 @@ def sharma_paper_steps(env: str, run) -> int | None:
 
 
 def _record(experiment_id: str, results_dir: Path | str) -> dict:
-    record = _sidecar(result_paths(experiment_id, "paper", results_dir)[1])
+    record = read_sidecar(result_paths(experiment_id, "paper", results_dir)[1])
     if record is None or record.get("cpu_time_s") is None:
         raise ValueError(f"{experiment_id} has no committed paper-scale result with its CPU "
                          f"time in {results_dir}")

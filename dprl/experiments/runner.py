@@ -10,21 +10,17 @@ With ``jobs > 1``, a dask scheduler's address (``scheduler``, or ``DPRL_SCHEDULE
 environment) or ``slurm``, the batches are dask tasks (:mod:`dprl.experiments.dask_engine`):
 on a ``LocalCluster`` of ``jobs`` worker processes started here, on the workers of an
 existing cluster, or on Slurm jobs'. :func:`run_many` (``run --all``) submits the batches of
-several experiments at once, each experiment's after the results it reads.
+several experiments at once, each experiment's after the results it reads. The batches
+themselves (computing, saving, reading, assembling) are :mod:`dprl.experiments.batches`;
+writing files atomically and the sidecars' checksums, :mod:`dprl.experiments.storage`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
-import re
 import shutil
 import threading
-import time
-import uuid
-import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +29,12 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from dprl.experiments.provenance import git_state, provenance
+from dprl.experiments.batches import (Part, assemble, compute_batch, compute_trials,
+                                      prepare_partial, read_batch, saved_batches, trial_batches)
+from dprl.experiments.provenance import provenance
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict, get, run_order
+from dprl.experiments.storage import read_sidecar, sha256, write_result, write_sidecar
 from dprl.paths import RESULTS_DIR
-from dprl.seeding import trial_generators
 from dprl.validation import require_int
 
 
@@ -70,19 +68,6 @@ def result_paths(experiment_id: str, scale: str,
     stem = experiment_id if scale == "paper" else f"{experiment_id}.{scale}"
     base = Path(results_dir)
     return base / f"{stem}.npz", base / f"{stem}.json", base / f"{stem}.partial"
-
-
-def compute_trials(experiment: Experiment, config: TrialConfig,
-                   indices: Sequence[int]) -> dict[str, np.ndarray]:
-    """Run the trials ``indices`` of ``experiment`` (any subset, in one batch)."""
-    rngs = trial_generators(config.root_seed, indices)
-    arrays = experiment.run_trials(config, rngs)
-    for name, array in arrays.items():
-        if np.shape(array)[:1] != (len(indices),):
-            raise ValueError(
-                f"{experiment.id}: array {name!r} has shape {np.shape(array)}; "
-                f"its leading axis must be the {len(indices)} trials of the batch")
-    return {name: np.asarray(array) for name, array in arrays.items()}
 
 
 def run(experiment_id: str, scale: str = "smoke", results_dir: Path | str = RESULTS_DIR,
@@ -130,7 +115,7 @@ def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
         if jobs > 1 or scheduler is not None:
             raise ValueError(f"slurm={slurm} starts the workers; give neither jobs > 1 nor "
                              f"a scheduler with it (got jobs={jobs}, scheduler={scheduler})")
-    plans = [_Plan.prepare(get(experiment_id), scale, results_dir, resume)
+    plans = [Plan.prepare(get(experiment_id), scale, results_dir, resume)
              for experiment_id in _in_order(experiment_ids)]
     total = sum(plan.config.n_trials for plan in plans)
     label = plans[0].experiment.id if len(plans) == 1 else f"{len(plans)} experiments"
@@ -155,19 +140,7 @@ def _in_order(experiment_ids: Sequence[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Part:
-    """Trials computed together (a batch, or an experiment's batches once assembled), the
-    elapsed and CPU seconds of their computation, and the dask workers that computed them
-    (:func:`~dprl.experiments.provenance.worker_record`; empty when run here)."""
-
-    arrays: dict[str, np.ndarray]
-    seconds: float
-    cpu_seconds: float
-    workers: tuple[dict[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class _Plan:
+class Plan:
     """One experiment of a run: its config, files, batches and those already saved."""
 
     experiment: Experiment
@@ -179,13 +152,13 @@ class _Plan:
 
     @classmethod
     def prepare(cls, experiment: Experiment, scale: str, results_dir: Path | str,
-                resume: bool) -> _Plan:
-        """The plan of ``experiment``, its partial folder made (:func:`_prepare_partial`)."""
+                resume: bool) -> Plan:
+        """The plan of ``experiment``, its partial folder made (:func:`prepare_partial`)."""
         config = experiment.config(scale)
         partial = result_paths(experiment.id, scale, results_dir)[2]
-        done = _prepare_partial(partial, config, resume)
+        done = prepare_partial(partial, config, resume)
         return cls(experiment, scale, config, Path(results_dir).absolute(),
-                   tuple(_batches(config)), frozenset(done))
+                   tuple(trial_batches(config)), frozenset(done))
 
     @property
     def partial(self) -> Path:
@@ -199,23 +172,23 @@ class _Plan:
         """Trials saved so far: all, once the result is written."""
         if not self.partial.exists():
             return self.config.n_trials
-        return sum(stop - start for start, stop in _saved_batches(self.partial))
+        return sum(stop - start for start, stop in saved_batches(self.partial))
 
     def run_here(self, bar: tqdm) -> Result:
         """Compute the batches left in this process, one after another; write the result."""
         for start, stop in self.todo:
-            bar.update(_compute_batch(self.experiment.id, self.scale, start, stop,
-                                      self.partial))
-        return self.write(_assemble(*(_read_batch(self.partial, start, stop)
-                                      for start, stop in self.batches)))
+            bar.update(compute_batch(self.experiment.id, self.scale, start, stop,
+                                     self.partial))
+        return self.write(assemble(*(read_batch(self.partial, start, stop)
+                                     for start, stop in self.batches)))
 
-    def write(self, part: _Part) -> Result:
+    def write(self, part: Part) -> Result:
         """Write the assembled ``part`` as the result, with provenance; drop the batches."""
         record = provenance(self.experiment, self.scale, self.config, part.arrays,
                             part.seconds, part.cpu_seconds, part.workers)
         arrays_path, sidecar_path, partial = result_paths(self.experiment.id, self.scale,
                                                           self.results_dir)
-        _write_result(arrays_path, sidecar_path, part.arrays, record)
+        write_result(arrays_path, sidecar_path, part.arrays, record)
         shutil.rmtree(partial)
         return Result(part.arrays, record)
 
@@ -256,7 +229,7 @@ def remeasure(experiment_id: str, scale: str = "paper", results_dir: Path | str 
     record = dict(stored.provenance, cpu_time_s=fresh.provenance["cpu_time_s"],
                   remeasured=remeasured)
     sidecar_path = result_paths(experiment_id, scale, results_dir)[1]
-    _write_sidecar(sidecar_path, record)
+    write_sidecar(sidecar_path, record)
     for path in result_paths(experiment_id, scale, Path(results_dir) / "remeasure")[:2]:
         path.unlink()
     return Result(stored.arrays, record)
@@ -274,11 +247,11 @@ def load(experiment_id: str, scale: str = "paper",
         raise FileNotFoundError(
             f"no stored result for {experiment_id!r} at scale {scale!r} in {results_dir}; "
             f"run: {regenerate_command(experiment_id, scale, results_dir)}")
-    record = _sidecar(sidecar_path)
+    record = read_sidecar(sidecar_path)
     if record is None:
         raise ValueError(f"{sidecar_path} is unreadable; regenerate it: "
                          f"{regenerate_command(experiment_id, scale, results_dir)}")
-    if record["sha256"] != _sha256(arrays_path):
+    if record["sha256"] != sha256(arrays_path):
         raise ValueError(f"{arrays_path} does not match the checksum in {sidecar_path.name}; "
                          f"regenerate it: {regenerate_command(experiment_id, scale, results_dir)}")
     with np.load(arrays_path) as stored:
@@ -296,8 +269,8 @@ def status(experiment_id: str, scale: str = "paper",
     arrays_path, sidecar_path, _ = result_paths(experiment_id, scale, results_dir)
     if not (arrays_path.exists() and sidecar_path.exists()):
         return "missing"
-    record = _sidecar(sidecar_path)
-    if record is None or record["sha256"] != _sha256(arrays_path):
+    record = read_sidecar(sidecar_path)
+    if record is None or record["sha256"] != sha256(arrays_path):
         return "corrupt"
     current = record["config"] == config_to_dict(get(experiment_id).config(scale))
     return "current" if current else "stale"
@@ -360,7 +333,7 @@ def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None
 _PROVIDED = threading.local()
 
 
-def _folder_key(results_dir: Path | str) -> str:
+def folder_key(results_dir: Path | str) -> str:
     """A results folder as a key of provided results: '' for the default one (wherever a
     worker's checkout is), else its absolute path."""
     folder = Path(results_dir).resolve()
@@ -368,7 +341,7 @@ def _folder_key(results_dir: Path | str) -> str:
 
 
 @contextlib.contextmanager
-def _provided(inputs: Sequence[tuple[str, str, str, Any]]) -> Iterator[None]:
+def provided_results(inputs: Sequence[tuple[str, str, str, Any]]) -> Iterator[None]:
     """Within the block, in this thread, :func:`load` and :func:`status` answer for each
     ``(experiment_id, scale, folder key, part)`` of ``inputs`` with its arrays (current)
     instead of reading the results folder."""
@@ -381,163 +354,9 @@ def _provided(inputs: Sequence[tuple[str, str, str, Any]]) -> Iterator[None]:
 
 def _provided_arrays(experiment_id: str, scale: str,
                      results_dir: Path | str) -> dict[str, np.ndarray] | None:
-    """The arrays :func:`_provided` gives for this result, or None."""
+    """The arrays :func:`provided_results` gives for this result, or None."""
     return getattr(_PROVIDED, "results", {}).get(
-        (experiment_id, scale, _folder_key(results_dir)))
-
-
-def _batches(config: TrialConfig) -> list[tuple[int, int]]:
-    size = config.batch_size
-    return [(start, min(start + size, config.n_trials))
-            for start in range(0, config.n_trials, size)]
-
-
-_BATCH_FILE = re.compile(r"batch-(\d{6})-(\d{6})\.npz")
-
-
-def _batch_path(partial: Path, start: int, stop: int, prefix: str = "batch") -> Path:
-    """Where trials ``start .. stop - 1`` are saved in ``partial`` (another ``prefix``: a
-    temporary name, while being written)."""
-    return partial / f"{prefix}-{start:06d}-{stop:06d}.npz"
-
-
-def _prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tuple[int, int]]:
-    """Make the partial folder for ``config``; return the batches it already holds.
-
-    Saved batches are kept only with ``resume`` and when they were computed with the same
-    config at the same commit (so a result never mixes batches of different code).
-    """
-    marker = partial / "started.json"
-    wanted = {"config": config_to_dict(config), "commit": git_state()["commit"]}
-    if partial.exists() and not (resume and _read_json(marker) == wanted):
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True, exist_ok=True)
-    _write_text(marker, json.dumps(wanted, indent=1))
-    saved = _saved_batches(partial)
-    for start, stop in sorted(saved):
-        _check_batch(_batch_path(partial, start, stop), stop - start)
-    return saved
-
-
-def _check_batch(path: Path, n_trials: int) -> None:
-    """Raise, naming ``--restart``, unless ``path`` is a readable batch of ``n_trials``
-    trials: a damaged batch is found before anything is computed."""
-    try:
-        with np.load(path) as stored:
-            ok = "__seconds__" in stored.files and all(
-                stored[name].shape[:1] == (n_trials,) for name in stored.files
-                if name not in _META)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"the saved batch {path} is damaged ({type(error).__name__}: "
-                         f"{error}); rerun with --restart to discard the saved batches") from None
-    if not ok:
-        raise ValueError(f"the saved batch {path} is damaged (missing or misshapen arrays); "
-                         "rerun with --restart to discard the saved batches")
-
-
-def _saved_batches(partial: Path) -> set[tuple[int, int]]:
-    """The ``(start, stop)`` of every batch saved in ``partial``."""
-    found = (_BATCH_FILE.fullmatch(path.name) for path in partial.iterdir())
-    return {(int(m[1]), int(m[2])) for m in found if m}
-
-
-def _compute(experiment_id: str, scale: str, start: int, stop: int,
-             workers: tuple[dict[str, Any], ...] = ()) -> _Part:
-    """Trials ``start .. stop - 1`` of ``experiment_id``, timed, computed by ``workers``."""
-    experiment = get(experiment_id)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    arrays = compute_trials(experiment, experiment.config(scale), range(start, stop))
-    return _Part(arrays, time.perf_counter() - started, time.process_time() - cpu_started,
-                 workers)
-
-
-def _compute_batch(experiment_id: str, scale: str, start: int, stop: int, partial: Path) -> int:
-    """Compute trials ``start .. stop - 1`` here and save them as one batch; returns their
-    number."""
-    _save_batch(partial, start, stop, _compute(experiment_id, scale, start, stop))
-    return stop - start
-
-
-def _save_batch(partial: Path, start: int, stop: int, part: _Part) -> None:
-    """Write one batch atomically (a crash leaves no half-written batch behind), with its
-    elapsed and CPU seconds and its workers. The temporary file's name is unique: two
-    workers that compute the same batch (one a cluster thought lost) cannot write into each
-    other's."""
-    final = _batch_path(partial, start, stop)
-    temporary = _batch_path(partial, start, stop, f"tmp-{uuid.uuid4().hex}")
-    np.savez(temporary, __seconds__=np.float64(part.seconds),
-             __cpu_seconds__=np.float64(part.cpu_seconds),
-             __workers__=np.str_(json.dumps(part.workers)), **part.arrays)
-    os.replace(temporary, final)
-
-
-_META = ("__seconds__", "__cpu_seconds__", "__workers__")
-
-
-def _read_batch(partial: Path, start: int, stop: int) -> _Part:
-    """The saved batch of trials ``start .. stop - 1`` (CPU seconds NaN, workers unknown,
-    where a batch predates their recording)."""
-    with np.load(_batch_path(partial, start, stop)) as stored:
-        return _Part({name: stored[name] for name in stored.files if name not in _META},
-                     float(stored["__seconds__"]),
-                     float(stored["__cpu_seconds__"]) if "__cpu_seconds__" in stored.files
-                     else float("nan"),
-                     tuple(json.loads(str(stored["__workers__"])))
-                     if "__workers__" in stored.files else ())
-
-
-def _assemble(*parts: _Part) -> _Part:
-    """``parts`` (in trial order) as one: arrays concatenated, seconds summed."""
-    names = parts[0].arrays.keys()
-    return _Part({name: np.concatenate([part.arrays[name] for part in parts]) for name in names},
-                 sum(part.seconds for part in parts), sum(part.cpu_seconds for part in parts),
-                 sum((part.workers for part in parts), ()))
-
-
-def _write_result(arrays_path: Path, sidecar_path: Path, arrays: dict[str, np.ndarray],
-                  record: dict[str, Any]) -> None:
-    """Write the arrays, then the sidecar holding their checksum, each atomically: an
-    interruption in between leaves a result that :func:`status` reports as corrupt."""
-    arrays_path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = arrays_path.with_name(arrays_path.stem + ".tmp.npz")
-    np.savez_compressed(temporary, **arrays)
-    os.replace(temporary, arrays_path)
-    record = dict(record, sha256=_sha256(arrays_path))
-    _write_sidecar(sidecar_path, record)
-
-
-def _write_sidecar(path: Path, record: dict[str, Any]) -> None:
-    """Write a result's provenance record as its JSON sidecar (sorted keys, atomically)."""
-    _write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically (through a temporary file and a rename)."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
-def _read_json(path: Path) -> Any:
-    """The JSON in ``path``, or None when it is missing or unreadable."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _sidecar(path: Path) -> dict[str, Any] | None:
-    """A result's provenance record, or None when it is unreadable, truncated or lacks the
-    config and checksum every sidecar holds."""
-    record = _read_json(path)
-    if not isinstance(record, dict) or not {"config", "sha256"} <= record.keys():
-        return None
-    return record
-
-
-def _sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+        (experiment_id, scale, folder_key(results_dir)))
 
 
 def mismatched_trials(experiment_id: str, indices: Sequence[int], scale: str = "paper",

@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from dprl.experiments.batches import trial_batches
 from dprl.experiments.registry import get, run_order
-from dprl.experiments.runner import RESULTS_DIR, _batches, _sidecar, result_paths
+from dprl.experiments.runner import RESULTS_DIR, result_paths
+from dprl.experiments.storage import read_sidecar
 from dprl.tables import Table
 from dprl.validation import require_int, require_nonnegative
 
@@ -95,7 +97,7 @@ def task_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
         waits = tuple(index for dependency in sorted(get(experiment_id).after)
                       for index in batches.get(dependency, ()))
         first = len(tasks)
-        for start, stop in _batches(get(experiment_id).config("paper")):
+        for start, stop in trial_batches(get(experiment_id).config("paper")):
             tasks.append(Task(experiment_id, start, stop, per_trial * (stop - start)))
             after.append(waits)
         batches[experiment_id] = tuple(range(first, len(tasks)))
@@ -105,7 +107,7 @@ def task_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
 def _cpu_seconds_per_trial(experiment_id: str, results_dir: Path | str) -> float | None:
     """The CPU seconds per trial a paper-scale sidecar records; None without a readable
     sidecar or a finite ``cpu_time_s``."""
-    record = _sidecar(result_paths(experiment_id, "paper", results_dir)[1])
+    record = read_sidecar(result_paths(experiment_id, "paper", results_dir)[1])
     if record is None:
         return None
     cpu = record.get("cpu_time_s")
@@ -138,20 +140,27 @@ def _successors(graph: TaskGraph) -> list[list[int]]:
     return successors
 
 
+def _remaining(graph: TaskGraph) -> list[Fraction]:
+    """For each task, the CPU seconds of the longest path from its start to the end of the
+    graph (its own cost included), added exactly."""
+    successors = _successors(graph)
+    remaining = [Fraction(0)] * len(graph.tasks)
+    for index in reversed(_topological_order(graph)):
+        remaining[index] = Fraction(graph.tasks[index].cost_s) + max(
+            (remaining[s] for s in successors[index]), default=Fraction(0))
+    return remaining
+
+
 def remaining_paths(graph: TaskGraph) -> list[float]:
     """For each task, the CPU seconds of the longest path from its start to the end of the
-    graph (its own cost included): the priority of :func:`simulate`."""
-    successors = _successors(graph)
-    remaining = [0.0] * len(graph.tasks)
-    for index in reversed(_topological_order(graph)):
-        remaining[index] = graph.tasks[index].cost_s + max(
-            (remaining[s] for s in successors[index]), default=0.0)
-    return remaining
+    graph (its own cost included), each rounded once from the exact sum: the priority of
+    :func:`simulate`; the largest is the critical path."""
+    return [float(r) for r in _remaining(graph)]
 
 
 def critical_path(graph: TaskGraph) -> tuple[Task, ...]:
     """The tasks of a longest path through ``graph``, in order (empty for an empty graph)."""
-    remaining = remaining_paths(graph)
+    remaining = _remaining(graph)
     successors = _successors(graph)
     sources = [i for i, predecessors in enumerate(graph.after) if not predecessors]
     path: list[Task] = []
@@ -166,11 +175,11 @@ def critical_path(graph: TaskGraph) -> tuple[Task, ...]:
 def simulate(graph: TaskGraph, workers: int) -> float:
     """The wall time in seconds (makespan) of list scheduling ``graph`` on ``workers``
     identical workers with critical-path priority: whenever a worker is free, it starts the
-    ready task with the longest remaining path (:func:`remaining_paths`; ties: the earlier
-    task); a task is ready when every task it waits for has finished. Times are added
-    exactly; the makespan is rounded to the nearest float."""
+    ready task with the longest remaining path (:func:`remaining_paths`, compared exactly;
+    ties: the earlier task); a task is ready when every task it waits for has finished.
+    Times are added exactly; the makespan is rounded to the nearest float."""
     workers = require_int("workers", workers)
-    remaining = remaining_paths(graph)
+    remaining = _remaining(graph)
     successors = _successors(graph)
     waiting = [len(set(predecessors)) for predecessors in graph.after]
     ready = [(-remaining[i], i) for i, count in enumerate(waiting) if count == 0]
@@ -218,17 +227,7 @@ def lower_bound(graph: TaskGraph, workers: int) -> float:
     (rounding being monotone, never above :func:`simulate`'s makespan)."""
     workers = require_int("workers", workers)
     total = sum((Fraction(task.cost_s) for task in graph.tasks), Fraction(0))
-    return float(max(total / workers, max(_finish_times(graph), default=Fraction(0))))
-
-
-def _finish_times(graph: TaskGraph) -> list[Fraction]:
-    """Each task's earliest finish with unlimited workers, ``max(finish of what it waits
-    for) + cost``, exactly: the last of them is the critical path."""
-    finish = [Fraction(0)] * len(graph.tasks)
-    for index in _topological_order(graph):
-        finish[index] = max((finish[p] for p in graph.after[index]), default=Fraction(0)) + \
-            Fraction(graph.tasks[index].cost_s)
-    return finish
+    return float(max(total / workers, max(_remaining(graph), default=Fraction(0))))
 
 
 def scaling_table(graph: TaskGraph | None = None,
@@ -242,7 +241,7 @@ def scaling_table(graph: TaskGraph | None = None,
     if isinstance(workers, (str, bytes)) or not isinstance(workers, Sequence) or not workers:
         raise ValueError(f"workers must be a non-empty sequence of integers, got {workers!r}")
     workers = [require_int("workers", w) for w in workers]
-    path_h = float(max(_finish_times(graph), default=Fraction(0))) / 3600
+    path_h = float(max(_remaining(graph), default=Fraction(0))) / 3600
     rows = []
     for w in workers:
         wall = simulate(graph, w)
