@@ -30,8 +30,8 @@ import numpy as np
 
 from dprl.envs.acrobot import AcrobotVariants
 from dprl.envs.cartpole import CartPoleVariants
-from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.batches import compute_trials
+from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.runner import load, status
 from dprl.seeding import trial_index
 from dprl.envs.hiv import HIVTreatmentMDP
