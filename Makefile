@@ -67,7 +67,7 @@ test: $(STAMP)
 # test` and CI, which check only that they are current): one random trial of each recomputed
 spot-check-heavy: $(STAMP)
 	DPRL_SPOT_HEAVY=1 DPRL_SPOT_BUDGET_S=1e9 $(PINNED) $(BIN)/python -m pytest -n $(JOBS) \
-		--dist loadfile -p no:cacheprovider tests/test_spot_check_*.py
+		--dist loadfile -p no:cacheprovider tests/test_spot_check_*.py tests/test_vendor_bits.py
 
 # Extra options for JupyterLab, e.g. in a container run as root:
 # make lab LAB_ARGS="--allow-root --no-browser --ip=0.0.0.0"

@@ -539,6 +539,16 @@ def _plain_sgd_steps(steps: int) -> None:
                  optimizer)
 
 
+def _intel_training(cbwr: str, steps: int) -> Seconds:
+    """A training trial of ``steps`` steps (:data:`dprl.vendors.TRAINING_TRIAL`) in a process
+    where MKL takes Intel's code (natively on an Intel CPU, by :mod:`dprl.vendors`'s stand-in
+    elsewhere) under ``MKL_CBWR=cbwr``: the seconds its steps took."""
+    from dprl.vendors import INTEL, native_vendor, training_trial
+
+    return Seconds(training_trial(steps, "portable", native_vendor() != INTEL,
+                                  MKL_CBWR=cbwr)["seconds"])
+
+
 @lru_cache(maxsize=1)
 def _plain_step_products(_: int = 0) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """The operands of every matrix product of one plain CQL step (:func:`_plain_sgd_steps`),
@@ -693,6 +703,14 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
               "which should stay <= 1.6; 1 thread", "steps", _plain_sgd_steps,
               partial(_dp_sgd_steps, "layer_identity"), size=500, quick_size=5,
               setup=_dp_sgd_state, goal=1.6, at_most=True),
+    Benchmark("mkl-compatible-cost", "what the vendor-independent vector math costs on an "
+              "Intel CPU (simulated by dprl.vendors on others; on AMD CPUs MKL takes the same "
+              "branch either way): a training trial (CQL and BCQ, 2 x 256, half the steps "
+              "expert-level DP-SGD, Adam, evaluation) under MKL_CBWR=COMPATIBLE, dprl's pin "
+              "(candidate), vs AVX2, MKL's Intel AVX2 branch (reference); a ratio below 1 is "
+              "the cost; child processes on 1 thread", "steps",
+              partial(_intel_training, "COMPATIBLE"), partial(_intel_training, "AVX2"),
+              size=1000, quick_size=10, repeats=2),
     Benchmark("batching-ceiling", "what training runs batched could gain at most (issue 27, "
               "item 6): the matrix products of a plain CQL step (2 x 256, b = 256; their bits "
               "are the run's, so they stay one run's each) replayed alone (candidate) vs the "
@@ -707,13 +725,19 @@ BENCHMARKS: dict[str, Benchmark | Scaling] = {b.name: b for b in [
 ]}
 
 
+class Seconds(float):
+    """Seconds a workload timed itself (in a child process, leaving out the child's start);
+    :func:`best_time` takes them instead of its own clock."""
+
+
 def best_time(function: Callable[[int], object], size: int, repeats: int = 3) -> float:
-    """The fastest of ``repeats`` wall-clock timings of ``function(size)``, in seconds."""
+    """The fastest of ``repeats`` wall-clock timings of ``function(size)``, in seconds (the
+    function's own where it returns :class:`Seconds`)."""
     timings = []
     for _ in range(require_int("repeats", repeats)):
         start = time.perf_counter()
-        function(size)
-        timings.append(time.perf_counter() - start)
+        result = function(size)
+        timings.append(result if isinstance(result, Seconds) else time.perf_counter() - start)
     return min(timings)
 
 

@@ -1,33 +1,44 @@
-"""Bit-for-bit reproducible numpy across x86-64 machines.
+"""Bit-for-bit reproducible numpy and torch across x86-64 machines, Intel or AMD.
 
 The book's committed results are recomputed exactly by the test suite, possibly on another
-machine than the one that made them. Two things make numpy's floating-point results depend on
-the processor, not only on the code and the seed:
+machine than the one that made them. Three things make floating-point results depend on the
+processor, not only on the code and the seed:
 
 - numpy dispatches its loops (``exp``, ``log``, ``cos``, reductions, ``einsum``) to the widest
   SIMD extension the CPU has; the AVX-512 versions round differently in the last bits from the
-  AVX2 ones;
+  AVX2 ones. torch's ATen does the same (``torch.backends.cpu.get_cpu_capability()``).
 - OpenBLAS (bundled with numpy and scipy) picks its kernels by CPU model (Haswell, SkylakeX,
   Zen, ...), and with several threads a reduction may be split differently.
-
-- torch does the same: ATen dispatches its CPU kernels to AVX-512 where it can
-  (``torch.backends.cpu.get_cpu_capability()``), and MKL (torch's BLAS) and oneDNN pick
-  their code paths by CPU vendor and model; the deep networks of Sharma et al. (2025)'s
-  experiments would train to different bits on different machines. Capping ATen at AVX2
-  fixes its elementwise kernels and reductions; MKL's GEMM picks its path by vendor whatever
-  ``MKL_CBWR`` says, so the networks' matrix products go through numpy's pinned OpenBLAS
-  instead (:mod:`dprl.kernels`).
+- MKL, linked into torch, picks its code by CPU *vendor*: its GEMM (``mm``, ``addmm``,
+  ``linear``) and its vector math library VML, which serves torch's CPU ``exp``, ``log``,
+  ``sqrt``, ``tanh``, ``erf``, ``sin``, ``cos`` and more (``logsumexp``, ``x ** 0.5`` and
+  Adam's ``exp_avg_sq.sqrt()`` among them). MKL asks ``mkl_serv_intel_cpu_true()``: on an
+  Intel CPU it takes its Intel branches, chosen by ``MKL_CBWR``; on any other vendor it takes
+  its generic branches, whatever ``MKL_CBWR`` says, except ``COMPATIBLE``. Under
+  ``MKL_CBWR=AVX2`` an Intel CPU computes ``exp`` 1 ulp apart from an AMD one in about 4% of
+  random inputs, ``sqrt`` in 17%, ``log`` in 0.1% (measured with :mod:`dprl.vendors`).
+  ``MKL_CBWR=COMPATIBLE`` selects one branch on both vendors, and for VML it is the branch
+  an AMD CPU takes anyway: the results made on AMD EPYC machines (under the earlier pin
+  ``AVX2``) keep their bits.
 
 A last-bit difference is harmless for a mean, but it can flip an accept/reject test of a
-sampler, after which the random stream, and the whole trial, differ. So every dprl process
-pins the dispatch before numpy is loaded: numpy uses at most AVX2 (``X86_V3``), OpenBLAS its
-Haswell (AVX2) kernels, on one thread; torch's ATen kernels, MKL (its conditional numerical
-reproducibility mode, ``MKL_CBWR``) and oneDNN are capped at AVX2 too (some 30% slower for
-the book's small networks than AVX-512, measured on 2 cores), which keeps one vendor's
-machines consistent for the results still made with torch's own products. Machines with
-AVX2 and FMA (x86-64-v3: every x86 server since 2013-2015), Intel or AMD, then compute the
-same bits. Elsewhere (older x86, ARM) results are
-correct but may differ in the last bits from the committed ones.
+sampler or a greedy action, after which the random stream, and the whole trial, differ. So
+every dprl process pins the dispatch before numpy is loaded: numpy uses at most AVX2
+(``X86_V3``), OpenBLAS its Haswell (AVX2) kernels, on one thread; torch's ATen kernels and
+oneDNN are capped at AVX2 (some 30% slower for the book's small networks than AVX-512,
+measured on 2 cores) and MKL runs in its ``COMPATIBLE`` mode. MKL's GEMM under
+``COMPATIBLE`` is not the AMD branch, so the networks' matrix products do not use it: they go
+through numpy's pinned OpenBLAS (:mod:`dprl.kernels`). Machines with AVX2 and FMA (x86-64-v3:
+every x86 server since 2013-2015), Intel or AMD, then compute the same bits. Elsewhere (older
+x86, ARM) results are correct but may differ in the last bits from the committed ones.
+
+How it is tested: ``tests/test_vendor_bits.py`` preloads a library whose
+``mkl_serv_intel_cpu_true`` answers the other vendor (on an AMD CPU: Intel), which makes MKL
+take that vendor's GEMM and VML branches, and recomputes trials of the committed torch
+results in such processes against the committed bits; it also compares MKL's vector math of
+both vendors element by element and checks that under ``MKL_CBWR=AVX2`` they differ (so the
+test can fail). Not verified: a run on a real Intel CPU with torch 2.13 (the stand-in makes
+MKL take the Intel code, but not, say, a microcode difference in the CPU itself).
 
 :func:`pin` runs when :mod:`dprl` is imported; it only sets variables not already set, and it
 is effective only if numpy was not imported before. The Makefile exports the same settings
@@ -80,13 +91,15 @@ def processor() -> dict[str, object]:
 
 
 def settings() -> dict[str, str]:
-    """The environment that makes numpy's results machine-independent here: on an x86-64 CPU
-    with AVX2 and FMA, numpy dispatch capped at AVX2 and OpenBLAS's Haswell kernels; one
-    OpenBLAS thread everywhere."""
+    """The environment that makes numpy's and torch's results machine-independent here: on an
+    x86-64 CPU with AVX2 and FMA, numpy, ATen and oneDNN dispatch capped at AVX2, OpenBLAS's
+    Haswell kernels and MKL's vendor-independent ``COMPATIBLE`` branches; one OpenBLAS thread
+    everywhere."""
     values = {"OPENBLAS_NUM_THREADS": "1"}
     if platform.machine().lower() in ("x86_64", "amd64") and {"avx2", "fma"} <= _cpu_flags():
         values.update(NPY_DISABLE_CPU_FEATURES=_ABOVE_AVX2, OPENBLAS_CORETYPE="Haswell",
-                      ATEN_CPU_CAPABILITY="avx2", MKL_CBWR="AVX2", ONEDNN_MAX_CPU_ISA="AVX2")
+                      ATEN_CPU_CAPABILITY="avx2", MKL_CBWR="COMPATIBLE",
+                      ONEDNN_MAX_CPU_ISA="AVX2")
     return values
 
 

@@ -65,12 +65,13 @@ def per_trial_seconds(sidecar) -> float:
     return record.get("cpu_time_s", record["wall_time_s"]) / record["n_trials"]
 
 
-def drawn(family: str) -> list:
-    """The results of ``family`` whose random trial this session recomputes (see above)."""
+def drawn(family: str, stream: int = 0) -> list:
+    """The results of ``family`` whose random trial this session recomputes (see above);
+    ``stream`` > 0 draws independently of the spot-check (for other checks of the family)."""
     candidates = [p for p in family_results(family)
                   if (family not in NEEDS_DATA or has_data_cache(p))
                   and (experiment_id(p) in HEAVY_RESULTS) == HEAVY]
-    rng = np.random.default_rng([SPOT_SEED, len(family)])
+    rng = np.random.default_rng([SPOT_SEED, len(family)] + ([stream] if stream else []))
     chosen, spent = [], 0.0
     for k in rng.permutation(len(candidates)):
         cost = per_trial_seconds(candidates[k])

@@ -1,10 +1,6 @@
-"""dprl.kernels: the portable products are numpy's, differentiate correctly, and a whole
-training trial computes the same bits whichever MKL and oneDNN code paths this machine
-offers (standing in for another vendor's CPU, on which MKL picks its own path)."""
-
-import os
-import subprocess
-import sys
+"""dprl.kernels: the portable products are numpy's, differentiate correctly (also under
+torch.func's grad and vmap, and in float64), and have the bits recorded on AMD and Intel
+CPUs; a whole training trial's bits for both vendors are checked in test_vendor_bits.py."""
 
 import numpy as np
 import pytest
@@ -13,69 +9,10 @@ import torch
 from dprl import floating_point
 from dprl.kernel_paths import KERNELS
 from dprl.kernels import column_sum, linear, matmul, outer_sum
-
-#: One training trial of Sharma et al.'s learners: CQL and BCQ on 2 x 256 networks, 300 steps
-#: each alternating expert-level DP-SGD (noise s = 1) and non-private steps, Adam, target
-#: copies, the greedy policy evaluated on CartPole twice; prints a digest of the final
-#: parameters and the returns.
-TRIAL = r"""
-import hashlib, sys
-import dprl
-import numpy as np, torch
-from dprl.determinism import deterministic_torch, torch_generator
-from dprl.sharma2025.dp_sgd import DPSGDConfig
-from dprl.sharma2025.offline_rl import ExpertTransitions, Transitions
-from dprl.sharma2025.training import Schedule, make_learner, train
-
-deterministic_torch(1)
-digest = hashlib.sha256()
-for algorithm in ("CQL", "BCQ"):
-    rng = np.random.default_rng(5)
-    generator = torch_generator(rng)
-    n, m = 6000, 1500
-    data = Transitions(torch.randn(n, 4, generator=generator),
-                       torch.randint(2, (n,), generator=generator), torch.ones(n),
-                       torch.randn(n, 4, generator=generator),
-                       (torch.rand(n, generator=generator) < 0.05).float())
-    pool = ExpertTransitions(data, torch.full((m,), n // m))
-    learner = make_learner("CartPole", algorithm, generator, sys.argv[1])
-    coins = np.arange(300) % 2 == 0
-    outcome = train(learner, data, pool, coins, DPSGDConfig(128, 1.0), 1e-3,
-                    Schedule(300, target_every=50, checkpoints=2, eval_episodes=2), "CartPole",
-                    generator, rng)
-    for parameter in learner.parameters():
-        digest.update(parameter.detach().numpy().tobytes())
-    digest.update(outcome.returns.tobytes())
-print(digest.hexdigest())
-"""
-
-#: MKL's code paths (MKL_CBWR) and oneDNN's instruction sets (ONEDNN_MAX_CPU_ISA) that differ
-#: on one machine; each value appears at least once.
-SETTINGS = [("AUTO", "AVX2"), ("COMPATIBLE", "SSE41"), ("AVX2", "AVX2"), ("SSE4_2", "SSE41")]
+from dprl.sharma2025.qnetworks import QNetwork
 
 x86_v3 = pytest.mark.skipif("MKL_CBWR" not in floating_point.settings(),
-                            reason="the MKL / oneDNN stand-in needs an x86-64-v3 CPU")
-
-
-def _trial_digest(kernels: str, cbwr: str, isa: str) -> str:
-    env = dict(os.environ, MKL_CBWR=cbwr, ONEDNN_MAX_CPU_ISA=isa, PYTHONWARNINGS="ignore")
-    done = subprocess.run([sys.executable, "-c", TRIAL, kernels], env=env, capture_output=True,
-                          text=True, timeout=600, check=True)
-    return done.stdout.strip()
-
-
-@x86_v3
-def test_a_portable_training_trial_has_the_same_bits_under_every_mkl_and_onednn_path():
-    digests = {setting: _trial_digest("portable", *setting) for setting in SETTINGS}
-    assert len(set(digests.values())) == 1, digests
-
-
-@x86_v3
-def test_the_stand_in_changes_torch_s_own_kernels():
-    """The test above could fail: torch's vendor path rounds differently under
-    MKL_CBWR=COMPATIBLE than under AVX2 (as it does on another vendor's CPU)."""
-    assert _trial_digest("vendor", "AVX2", "AVX2") != _trial_digest("vendor", "COMPATIBLE",
-                                                                     "SSE41")
+                            reason="the recorded digest holds on x86-64-v3 CPUs")
 
 
 def _float32(rng, *shape):
@@ -105,8 +42,63 @@ def test_linear_forward_and_backward_match_torch_s_to_rounding():
     for portable, vendor in zip(grads["portable"], grads["vendor"]):
         torch.testing.assert_close(portable, vendor, rtol=1e-5, atol=1e-5)
     leaves = [t.double().requires_grad_(True) for t in (x, w, b)]
-    assert torch.autograd.gradcheck(lambda *t: linear(*(u.float() for u in t)).double(), leaves,
-                                    eps=1e-2, atol=1e-2, rtol=1e-2)
+    assert torch.autograd.gradcheck(linear, leaves)
+
+
+def test_matmul_takes_stacks_and_float64():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((3, 5, 4)), rng.standard_normal((3, 4, 2))
+    assert torch.equal(matmul(torch.from_numpy(a), torch.from_numpy(b)),
+                       torch.from_numpy(np.matmul(a, b)))
+    a32, b32 = torch.from_numpy(a.astype(np.float32)), torch.from_numpy(b.astype(np.float32))
+    for i in range(3):
+        assert torch.equal(matmul(a32, b32)[i], matmul(a32[i], b32[i]))
+
+
+def _network_and_loss(dtype):
+    generator = torch.Generator().manual_seed(4)
+    net = QNetwork(4, 2, (32, 16), generator=generator).to(dtype)
+    x = torch.randn(24, 4, generator=generator, dtype=dtype)
+    params = {name: p.detach() for name, p in net.named_parameters()}
+
+    def loss(parameters, inputs):
+        return torch.func.functional_call(net, parameters, (inputs,)).square().sum()
+
+    return net, x, params, loss
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_func_grad_through_a_portable_network_is_autograd_s_gradient(dtype):
+    net, x, params, loss = _network_and_loss(dtype)
+    grads = torch.func.grad(loss)(params, x)
+    loss(dict(net.named_parameters()), x).backward()
+    for name, p in net.named_parameters():
+        assert grads[name].dtype == dtype and torch.equal(grads[name], p.grad), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_torch_func_per_example_gradients_are_each_example_s_gradient(dtype):
+    """vmap(grad) through the portable layers: each example's gradient is bit for bit the
+    gradient of its loss alone (a stack's products are its slices' products)."""
+    net, x, params, loss = _network_and_loss(dtype)
+    per_example = torch.func.vmap(torch.func.grad(lambda p, xi: loss(p, xi[None])),
+                                  in_dims=(None, 0))(params, x)
+    for i in (0, 7, 23):
+        net.zero_grad()
+        loss(dict(net.named_parameters()), x[i:i + 1]).backward()
+        for name, p in net.named_parameters():
+            assert torch.equal(per_example[name][i], p.grad), (i, name)
+
+
+def test_torch_func_jacobians_and_batched_weights_run_through_portable_layers():
+    net, x, params, _ = _network_and_loss(torch.float64)
+    jacobian = torch.func.jacrev(net)(x[:3])
+    expected = torch.autograd.functional.jacobian(net, x[:3])
+    torch.testing.assert_close(jacobian, expected, rtol=1e-12, atol=1e-12)
+    stacked = {name: torch.stack([p, 2 * p]) for name, p in params.items()}
+    outputs = torch.func.vmap(lambda p: torch.func.functional_call(net, p, (x,)))(stacked)
+    doubled = {name: 2 * p for name, p in params.items()}
+    torch.testing.assert_close(outputs[1], torch.func.functional_call(net, doubled, (x,)))
 
 
 def test_weight_and_bias_sums():
@@ -120,6 +112,11 @@ def test_weight_and_bias_sums():
 
 @pytest.mark.parametrize("call", [lambda: matmul(torch.ones(2, 3), torch.ones(2, 3)),
                                   lambda: matmul(torch.ones(2, 3).double(), torch.ones(3, 2)),
+                                  lambda: matmul(torch.ones(2, 3).half(), torch.ones(3, 2).half()),
+                                  lambda: matmul(np.ones((2, 3)), np.ones((3, 2))),
+                                  lambda: matmul(torch.ones(2, 2, 3), torch.ones(3, 3, 2)),
+                                  lambda: linear(torch.ones(1, 3), torch.ones(2, 3),
+                                                 torch.ones(3)),
                                   lambda: linear(torch.ones(3), torch.ones(2, 3), torch.ones(2)),
                                   lambda: linear(torch.ones(1, 3), torch.ones(2, 3),
                                                  torch.ones(2), "mkl")])

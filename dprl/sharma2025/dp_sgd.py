@@ -187,8 +187,9 @@ def vmap_clipped_gradient_sum(module: nn.Module, inputs: tuple[torch.Tensor, ...
                               clip: float) -> ClippedGradients:
     """The same sum from materialised per-example gradients, ``torch.func.vmap`` of
     ``grad`` over the batch (each example's loss computed alone): the reference for
-    :func:`clipped_gradient_sum`, through torch's own kernels (``vmap`` cannot trace numpy's
-    products), on a copy of ``module``."""
+    :func:`clipped_gradient_sum`, on a copy of ``module`` with torch's own kernels, the
+    straightforward way to take them (the portable layers run under ``vmap`` too, as numpy's
+    stacked products, but one small product per example)."""
     clip = require_positive("clip", clip)
     module = set_kernels(copy.deepcopy(module), "vendor")
     params = {name: p.detach() for name, p in module.named_parameters()}
