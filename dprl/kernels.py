@@ -48,13 +48,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         raise ValueError(f"a and b must be torch tensors, got {type(a).__name__} and "
                          f"{type(b).__name__}")
-    if (a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]
-            or a.shape[-1] != b.shape[-2]):
-        raise ValueError(f"a and b must be (..., m, k) and (..., k, n) with the same leading "
-                         f"shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     if a.dtype not in DTYPES or b.dtype != a.dtype:
         raise ValueError(f"a and b must both be float32 or both float64, got {a.dtype} and "
                          f"{b.dtype}")
+    if not (a.ndim == b.ndim == 2 or a.ndim == b.ndim > 2 and a.shape[:-2] == b.shape[:-2]) \
+            or a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"a and b must be (..., m, k) and (..., k, n) with the same leading "
+                         f"shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return torch.from_numpy(np.matmul(_array(a), _array(b)))
 
 
@@ -167,11 +167,6 @@ class _TransformableLinear(torch.autograd.Function):
                          _SumRows.apply)
 
 
-def _transforms_active() -> bool:
-    """Whether a ``torch.func`` transform (``grad``, ``vmap``, ...) is tracing this call."""
-    return torch._C._are_functorch_transforms_active()
-
-
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
            kernels: str = "portable") -> torch.Tensor:
     """``y = x W^T + b`` for inputs ``(B, in)``, ``weight`` ``(out, in)``, ``bias`` ``(out,)``:
@@ -179,11 +174,13 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     or ``torch.nn.functional.linear`` (``"vendor"``)."""
     if require_kernels(kernels) == "vendor":
         return F.linear(x, weight, bias)
-    if x.ndim != 2 or weight.ndim != 2 or bias.shape != weight.shape[:1]:
-        raise ValueError(f"x, weight and bias must be (B, in), (out, in) and (out,), got "
-                         f"{tuple(x.shape)}, {tuple(weight.shape)} and {tuple(bias.shape)}")
-    function = _TransformableLinear if _transforms_active() else _Linear
-    return function.apply(x, weight, bias)
+    if x.ndim != 2 or weight.ndim != 2:
+        raise ValueError(f"x and weight must be (B, in) and (out, in), got {tuple(x.shape)} and "
+                         f"{tuple(weight.shape)}")
+    # under a torch.func transform (grad, vmap, ...), the function it can trace
+    if torch._C._are_functorch_transforms_active():
+        return _TransformableLinear.apply(x, weight, bias)
+    return _Linear.apply(x, weight, bias)
 
 
 def outer_sum(delta: torch.Tensor, x: torch.Tensor, kernels: str = "portable") -> torch.Tensor:

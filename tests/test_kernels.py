@@ -115,8 +115,8 @@ def test_weight_and_bias_sums():
                                   lambda: matmul(torch.ones(2, 3).half(), torch.ones(3, 2).half()),
                                   lambda: matmul(np.ones((2, 3)), np.ones((3, 2))),
                                   lambda: matmul(torch.ones(2, 2, 3), torch.ones(3, 3, 2)),
-                                  lambda: linear(torch.ones(1, 3), torch.ones(2, 3),
-                                                 torch.ones(3)),
+                                  lambda: linear(torch.ones(1, 3), torch.ones(2, 3, 1),
+                                                 torch.ones(2)),
                                   lambda: linear(torch.ones(3), torch.ones(2, 3), torch.ones(2)),
                                   lambda: linear(torch.ones(1, 3), torch.ones(2, 3),
                                                  torch.ones(2), "mkl")])
