@@ -22,6 +22,7 @@ help:
 	@echo "  lab               JupyterLab on book/ with the pinned floating point"
 	@echo "  refresh NB=...    re-execute chapters in place (default: all)"
 	@echo "  spot-check-heavy  recompute a trial of the results CI only checks for being current"
+	@echo "  crosscheck        install d3rlpy and Opacus for the cross-checks (make test does)"
 	@echo "  install | clean | distclean"
 
 # The Python version of .venv (empty when there is none or it is broken): a .venv of another
@@ -56,10 +57,26 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The cross-check libraries of tests/test_crosscheck.py (d3rlpy's learners, Opacus's clipping).
+# d3rlpy 2.8.1 requires gymnasium 1.0.0, which the book's pinned Gymnasium replaces, so they
+# install without pip's resolver, every package pinned; `make test` installs them (seconds).
+CROSSCHECK := d3rlpy==2.8.1 opacus==1.6.0 opt-einsum==3.4.0 h5py==3.16.0 structlog==26.1.0 \
+	colorama==0.4.6 dataclasses-json==0.6.7 marshmallow==4.4.0 typing-inspect==0.9.0 \
+	mypy-extensions==1.2.0 gym==0.26.2 gym-notices==0.1.0 scikit-learn==1.9.1 joblib==1.6.0 \
+	threadpoolctl==3.8.0 narwhals==2.29.0
+XSTAMP := $(VENV)/.crosscheck
+
+$(XSTAMP): $(STAMP) Makefile
+	$(BIN)/python -m pip install --quiet --no-deps $(CROSSCHECK)
+	touch $(XSTAMP)
+
+.PHONY: crosscheck
+crosscheck: $(XSTAMP)
+
 book: $(STAMP)
 	$(PINNED) $(BIN)/jupyter-book build . -W --keep-going --all
 
-test: $(STAMP)
+test: $(STAMP) $(XSTAMP)
 	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
