@@ -89,25 +89,63 @@ def test_interrupted_run_resumes_without_recomputing_finished_batches(tmp_path):
     np.testing.assert_array_equal(resumed["draws"], reference["draws"])
 
 
-@pytest.mark.parametrize("damage", ["truncated", "misshapen"])
-def test_a_damaged_saved_batch_stops_the_resume_before_any_compute(damage, tmp_path, capsys):
+def _interrupted_after_two_batches(tmp_path):
+    """A paper-scale toy run stopped after its first two batches (trials 0-4, 5-9)."""
+    CALLS.clear()
     FAIL_AFTER.append(2)
     with pytest.raises(KeyboardInterrupt):
         run("test-toy", "paper", tmp_path, progress=False)
     FAIL_AFTER.clear()
     CALLS.clear()
-    batch = sorted(result_paths("test-toy", "paper", tmp_path)[2].glob("batch-*.npz"))[1]
+    return result_paths("test-toy", "paper", tmp_path)[2]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "misshapen"])
+def test_a_damaged_saved_batch_is_set_aside_and_computed_again_alone(damage, tmp_path):
+    reference = run("test-toy", "paper", tmp_path / "ref", progress=False)
+    partial = _interrupted_after_two_batches(tmp_path)
+    batch = sorted(partial.glob("batch-*.npz"))[1]
     if damage == "truncated":
         batch.write_bytes(batch.read_bytes()[:100])
     else:
         np.savez(batch, __seconds__=1.0, draws=np.zeros((1, 4)), total=np.zeros(1))
-    with pytest.raises(ValueError, match=f"{batch.name} is damaged .*--restart"):
+    with pytest.warns(RuntimeWarning, match=f"{batch.name} is damaged .*computed again"):
+        resumed = run("test-toy", "paper", tmp_path, progress=False)
+    assert CALLS == [5, 2]  # the damaged batch and the one never computed; the first is kept
+    np.testing.assert_array_equal(resumed["draws"], reference["draws"])
+    assert not partial.exists()  # the result is written: the partial folder is gone
+
+
+@pytest.mark.parametrize("record", ["empty", "garbled", "other commit", "other config",
+                                    "missing"])
+def test_saved_batches_are_never_discarded_without_restart(record, tmp_path, capsys):
+    partial = _interrupted_after_two_batches(tmp_path)
+    marker = partial / "started.json"
+    started = json.loads(marker.read_text())
+    if record == "missing":
+        marker.unlink()
+    else:
+        marker.write_text({"empty": "", "garbled": '{"config": ',
+                           "other commit": json.dumps(dict(started, commit="0" * 40)),
+                           "other config": json.dumps(dict(started, config={"size": 9}))}[record])
+    saved = {path.name: path.read_bytes() for path in partial.glob("batch-*.npz")}
+    with pytest.raises(ValueError, match="cannot be resumed.*--restart"):
         run("test-toy", "paper", tmp_path, progress=False)
-    assert CALLS == []
     assert main(["run", "test-toy", "--scale", "paper", "--results-dir", str(tmp_path)]) == 1
-    assert "--restart" in capsys.readouterr().err and CALLS == []
+    error = capsys.readouterr().err
+    assert "--restart" in error and (record != "other commit" or "0" * 40 in error)
+    assert {path.name: path.read_bytes() for path in partial.glob("batch-*.npz")} == saved
+    assert CALLS == []
     assert main(["run", "test-toy", "--scale", "paper", "--restart",
                  "--results-dir", str(tmp_path)]) == 0
+    assert CALLS == [5, 5, 2]
+
+
+def test_a_partial_path_that_is_a_file_is_refused(tmp_path):
+    result_paths("test-toy", "paper", tmp_path)[2].write_text("not a folder")
+    with pytest.raises(ValueError, match="it is a file: move it away"):
+        run("test-toy", "paper", tmp_path, progress=False)
+    assert CALLS == []
 
 
 def test_restart_discards_partial_batches(tmp_path):
@@ -244,8 +282,10 @@ def test_saved_batches_of_another_commit_are_not_resumed(tmp_path, monkeypatch):
     FAIL_AFTER.clear()
     CALLS.clear()
     monkeypatch.setattr(batches, "git_state", lambda: {"commit": "f" * 40, "dirty": False})
-    run("test-toy", "paper", tmp_path, progress=False)
-    assert CALLS == [5, 5, 2]  # everything recomputed at the new commit
+    with pytest.raises(ValueError, match="computed at commit .* and this is f{40}.*--restart"):
+        run("test-toy", "paper", tmp_path, progress=False)
+    run("test-toy", "paper", tmp_path, resume=False, progress=False)
+    assert CALLS == [5, 5, 2]  # everything recomputed at the new commit, after --restart
 
 
 def test_stray_files_in_the_partial_folder_are_ignored(tmp_path):

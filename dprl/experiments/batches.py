@@ -17,6 +17,7 @@ import re
 import shutil
 import time
 import uuid
+import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,35 +77,63 @@ def batch_path(partial: Path, start: int, stop: int, prefix: str = "batch") -> P
 def prepare_partial(partial: Path, config: TrialConfig, resume: bool) -> set[tuple[int, int]]:
     """Make the partial folder for ``config``; return the batches it already holds.
 
-    Saved batches are kept only with ``resume`` and when they were computed with the same
-    config at the same commit (so a result never mixes batches of different code).
+    Saved batches are resumed only when they were computed with the same config at the same
+    commit (so a result never mixes batches of different code); batches of another config or
+    commit, or whose record (``started.json``) is missing or unreadable, stop the run with a
+    ValueError naming ``--restart``. Only ``resume=False`` (``--restart``) discards saved
+    batches. A damaged batch is set aside (renamed ``*.damaged``, with a warning) and
+    computed again alone.
     """
+    if partial.exists() and not partial.is_dir():
+        raise ValueError(f"{partial} should be the folder of the run's saved batches, but it is "
+                         "a file: move it away")
     marker = partial / "started.json"
     wanted = {"config": config_to_dict(config), "commit": git_state()["commit"]}
-    if partial.exists() and not (resume and read_json(marker) == wanted):
+    if partial.exists() and not resume:
         shutil.rmtree(partial)
+    elif partial.exists() and saved_batches(partial):
+        recorded = read_json(marker)
+        if recorded != wanted:
+            raise ValueError(_mismatch(partial, recorded, wanted))
     partial.mkdir(parents=True, exist_ok=True)
     write_text(marker, json.dumps(wanted, indent=1))
-    saved = saved_batches(partial)
-    for start, stop in sorted(saved):
-        _check_batch(batch_path(partial, start, stop), stop - start)
-    return saved
+    return {(start, stop) for start, stop in sorted(saved_batches(partial))
+            if _intact(batch_path(partial, start, stop), stop - start)}
 
 
-def _check_batch(path: Path, n_trials: int) -> None:
-    """Raise, naming ``--restart``, unless ``path`` is a readable batch of ``n_trials``
-    trials: a damaged batch is found before anything is computed."""
+def _mismatch(partial: Path, recorded: Any, wanted: dict[str, Any]) -> str:
+    """Why the batches saved in ``partial`` cannot be resumed, and what to do."""
+    advice = "rerun with --restart to discard them"
+    if not isinstance(recorded, dict) or recorded.keys() != wanted.keys():
+        why = (f"its record {partial / 'started.json'} is missing or unreadable, so they "
+               "cannot be matched to a config and commit")
+    elif recorded["config"] != wanted["config"]:
+        why = "they were computed with another config"
+    else:
+        why = (f"they were computed at commit {recorded['commit']}, and this is "
+               f"{wanted['commit']}")
+        advice += f", or check out {recorded['commit']} to finish that run"
+    return f"the saved batches in {partial} cannot be resumed: {why}; {advice}"
+
+
+def _intact(path: Path, n_trials: int) -> bool:
+    """Whether ``path`` is a readable batch of ``n_trials`` trials; a damaged one is renamed
+    ``*.damaged`` (with a warning) so that its trials are computed again."""
     try:
         with np.load(path) as stored:
-            ok = "__seconds__" in stored.files and all(
+            problem = None if "__seconds__" in stored.files and all(
                 stored[name].shape[:1] == (n_trials,) for name in stored.files
-                if name not in _META)
+                if name not in _META) else "missing or misshapen arrays"
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"the saved batch {path} is damaged ({type(error).__name__}: "
-                         f"{error}); rerun with --restart to discard the saved batches") from None
-    if not ok:
-        raise ValueError(f"the saved batch {path} is damaged (missing or misshapen arrays); "
-                         "rerun with --restart to discard the saved batches")
+        problem = f"{type(error).__name__}: {error}"
+    if problem is None:
+        return True
+    aside = path.with_name(path.name + ".damaged")
+    os.replace(path, aside)
+    warnings.warn(f"the saved batch {path} is damaged ({problem}); it is set aside as "
+                  f"{aside.name} and its trials are computed again", RuntimeWarning,
+                  stacklevel=3)
+    return False
 
 
 def saved_batches(partial: Path) -> set[tuple[int, int]]:
