@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from dprl.experiments import SCALES, run
 from dprl.paths import RESULTS_DIR
@@ -46,10 +47,11 @@ class _Parser(argparse.ArgumentParser):
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Each argument's default after its help (an argument without one, such as an optional
-    positional, shows none); description and epilog printed as written."""
+    positional, and an on/off flag, off unless given, show none); description and epilog
+    printed as written."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None:
+        if action.default is None or action.default is False:
             return action.help
         return super()._get_help_string(action)
 
@@ -71,6 +73,20 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
     return number
+
+
+def _results_folder(value: str) -> str:
+    """A results folder to write to: a folder, or a path where one can be made."""
+    if Path(value).exists() and not Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a folder")
+    return value
+
+
+def _existing_results_folder(value: str) -> str:
+    """A results folder to read: an existing folder."""
+    if not Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is not an existing folder")
+    return value
 
 
 def _benchmark_name(value: str) -> str:
@@ -153,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     lister = commands.add_parser("list", help="every experiment, its settings and result status",
                                  formatter_class=_Formatter)
-    lister.add_argument("--results-dir", default=str(RESULTS_DIR),
+    lister.add_argument("--results-dir", default=str(RESULTS_DIR), type=_existing_results_folder,
                         help="folder of the results whose status is shown")
     lister.set_defaults(func=_list)
     runner = commands.add_parser(
@@ -166,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
                              "results are kept; ends with a table of compute times")
     runner.add_argument("--scale", choices=SCALES, default="smoke",
                         help="smoke: seconds, for tests; paper: the book's results")
-    runner.add_argument("--results-dir", default=str(RESULTS_DIR),
+    runner.add_argument("--results-dir", default=str(RESULTS_DIR), type=_results_folder,
                         help="folder the results are written to")
     runner.add_argument("--restart", action="store_true",
                         help="discard the finished batches of an interrupted run")
@@ -182,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
                              "account, walltime from dask's jobqueue.slurm config)")
     runner.add_argument("--no-shared-fs", action="store_true",
                         help="the workers do not see the results folder: the batches come "
-                             "back here to be saved (default: ask the workers)")
+                             "back here to be saved (without it: ask the workers)")
     runner.add_argument("--remeasure", action="store_true",
                         help="recompute a current stored result, require the same bits and "
                              "record the compute in its sidecar (for results made before "

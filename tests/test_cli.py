@@ -58,11 +58,15 @@ def test_run_help_documents_every_argument_with_its_default(capsys):
         main(["run", "--help"])
     text = capsys.readouterr().out
     assert exit_.value.code == 0 and "`" not in text
-    for argument, default in [("--all", "False"), ("--scale", "smoke"), ("--restart", "False"),
-                              ("--jobs", "1"), ("--results-dir", "data/results")]:
+    for argument, default in [("--scale", "smoke"), ("--jobs", "1"),
+                              ("--results-dir", "data/results")]:
         help_ = re.search(rf"\n  {argument}.*?(?=\n  -|\Z)", text, re.S)[0]
         unwrapped = re.sub(r"(?<=-)\n\s+", "", help_)  # argparse also wraps at a path's hyphens
         assert re.search(rf"\(default:\s+\S*{default}\)", unwrapped), (argument, help_)
+    for flag in ("--all", "--restart", "--no-shared-fs", "--remeasure"):  # off unless given
+        help_ = re.search(rf"\n  {flag}.*?(?=\n  -|\Z)", text, re.S)[0]
+        assert "default" not in help_, (flag, help_)
+    assert text.count("(default:") == 3 and "(default: False)" not in text
     assert re.search(r"\n  experiment\s+experiment id", text)
 
 
@@ -223,3 +227,16 @@ def test_run_all_from_the_command_line_ends_with_the_table(tmp_path, monkeypatch
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"[1/{len(run_order())}] ") and out[-1].startswith("total")
     assert json.loads(result_paths("xie2019-hiv", "smoke", tmp_path)[1].read_text())
+
+
+@pytest.mark.parametrize("command", [["list"], ["run", "xie2019-chain"]])
+def test_a_results_dir_that_is_not_a_folder_is_one_line_and_status_2(command, tmp_path):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    missing = [] if command == ["run", "xie2019-chain"] else [str(tmp_path / "nonexistent")]
+    for value in [str(not_a_folder)] + missing:
+        done = subprocess.run([sys.executable, "-m", "dprl", *command, "--results-dir", value],
+                              text=True, capture_output=True, timeout=300)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.count("\n") == 1 and "--results-dir" in done.stderr
+        assert "folder" in done.stderr and "Traceback" not in done.stderr
