@@ -100,10 +100,10 @@ def guesses(scores: np.ndarray, k_plus: int, k_minus: int) -> np.ndarray:
 
 def correct_guesses(guessed: np.ndarray, included: np.ndarray) -> int:
     """The number of correct guesses: +1 on an included canary, -1 on an excluded one."""
+    if not np.isin(np.asarray(guessed), (-1, 0, 1)).all():  # before any cast (257 is not 1)
+        raise ValueError("guessed must hold only -1, 0 and 1")
     guessed = require_array("guessed", guessed, ndim=1, dtype=np.int8)
     included = np.asarray(included)
     if included.dtype != np.bool_ or included.shape != guessed.shape:
         raise ValueError(f"included must be a bool array of shape {guessed.shape}")
-    if not np.isin(guessed, (-1, 0, 1)).all():
-        raise ValueError("guessed must hold only -1, 0 and 1")
     return int(np.sum(np.where(included, guessed == 1, guessed == -1)))

@@ -36,6 +36,8 @@ class Table:
     rows: tuple[tuple[object, ...], ...]
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        if isinstance(columns, str) or isinstance(rows, str):
+            raise ValueError("columns and rows must be sequences (of names, of rows), not a str")
         columns, rows = tuple(columns), tuple(tuple(row) for row in rows)
         if not columns:
             raise ValueError("columns must not be empty")
@@ -48,11 +50,16 @@ class Table:
         values = [row[j] for row in self.rows if row[j] is not None]
         return bool(values) and all(_numeric(v) for v in values)
 
+    def _alignment(self) -> list[bool]:
+        """Whether each column is right-aligned (once per table: linear in the rows)."""
+        return [self._right(j) for j in range(len(self.columns))]
+
     def text(self) -> str:
         """Aligned plain text, one line per row under a header line."""
         cells = [list(self.columns)] + [[cell_text(v) for v in row] for row in self.rows]
         widths = [max(len(line[j]) for line in cells) for j in range(len(self.columns))]
-        lines = ["  ".join(c.rjust(w) if self._right(j) else c.ljust(w)
+        right = self._alignment()
+        lines = ["  ".join(c.rjust(w) if right[j] else c.ljust(w)
                            for j, (c, w) in enumerate(zip(line, widths))).rstrip()
                  for line in cells]
         return "\n".join(lines)
@@ -61,8 +68,10 @@ class Table:
         return self.text()
 
     def _repr_html_(self) -> str:
+        right = self._alignment()
+
         def cell(tag: str, j: int, value: str) -> str:
-            align = ' style="text-align: right"' if self._right(j) else ""
+            align = ' style="text-align: right"' if right[j] else ""
             return f"<{tag}{align}>{html.escape(value)}</{tag}>"
 
         head = "".join(cell("th", j, c) for j, c in enumerate(self.columns))

@@ -5,6 +5,7 @@ Doroshenko et al. 2022, as implemented in dp-accounting)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -59,6 +60,35 @@ def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, step
     test, a big integer of ``steps log2(size)`` bits (seconds at millions of steps,
     gigabytes at 1e9), and that scipy.fft's plan caches are emptied of its transforms
     afterwards (:func:`_evict_fft_plans`)."""
+    noise, rate, steps, delta = _checked_arguments(noise_multiplier, sampling_rate, steps,
+                                                   delta)
+    return _composed_epsilon(_step_pmfs(noise, rate), noise, rate, steps, delta,
+                             through_identity=True)
+
+
+def _composed_epsilon(pmfs: Sequence[pld_pmf.PLDPmf], noise: float, rate: float, steps: int,
+                      delta: float, through_identity: bool) -> float:
+    """eps at ``delta`` of the PLD whose PMFs are ``pmfs`` each self-composed ``steps`` times
+    (refused beyond the limits, :func:`_check_composition`); ``through_identity``: composed
+    with dp-accounting's identity PLD first, as its ``PLDAccountant`` does."""
+    _check_composition(pmfs, noise, rate, steps, delta)
+    try:
+        composed = pld_lib.PrivacyLossDistribution(*(_self_compose(pmf, steps)
+                                                     for pmf in pmfs))
+        if through_identity:
+            composed = pld_lib.identity(_DISCRETIZATION).compose(composed)
+        eps = float(composed.get_epsilon_for_delta(delta))
+    finally:
+        _evict_fft_plans()
+    if not math.isfinite(eps):
+        _refuse_delta(delta, noise, rate, steps)
+    return eps
+
+
+def _checked_arguments(noise_multiplier: float, sampling_rate: float, steps: int,
+                       delta: float) -> tuple[float, float, int, float]:
+    """The arguments of a Poisson-subsampled Gaussian PLD, validated, where one step's PLD
+    stays within :data:`MAX_STEP_BINS` (:func:`poisson_gaussian_epsilon`'s limits)."""
     rate = require_probability("sampling_rate", sampling_rate, open_low=True)
     noise = require_positive("noise_multiplier", noise_multiplier)
     steps, delta = require_int("steps", steps), require_delta(delta)
@@ -74,7 +104,13 @@ def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, step
             f"noise_multiplier = {noise!r} is too small for the PLD accountant at "
             f"sampling_rate = {rate!r}: one step's PLD would have {step_bins} grid points "
             f"(limit {MAX_STEP_BINS}); use the RDP accountant (accountant='rdp')")
-    pmfs = _step_pmfs(noise, rate)
+    return noise, rate, steps, delta
+
+
+def _check_composition(pmfs: Sequence[pld_pmf.PLDPmf], noise: float, rate: float, steps: int,
+                       delta: float) -> None:
+    """Refuse a composition of ``pmfs`` over ``steps`` beyond :data:`MAX_COMPOSED_BINS`, or
+    at a ``delta`` below the mass its FFT truncates."""
     composed_bins = max(_composed_bins(pmf, steps) for pmf in pmfs)
     if composed_bins > MAX_COMPOSED_BINS:
         raise PLDOutOfReachError(
@@ -84,16 +120,6 @@ def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, step
             f"accountant (accountant='rdp')")
     if delta < _TAIL_MASS and any(_goes_dense(pmf, steps) for pmf in pmfs):
         _refuse_delta(delta, noise, rate, steps)  # FFT composition leaves >= _TAIL_MASS at inf
-    try:
-        composed = pld_lib.PrivacyLossDistribution(*(_self_compose(pmf, steps)
-                                                     for pmf in pmfs))
-        eps = float(pld_lib.identity(_DISCRETIZATION).compose(composed)
-                    .get_epsilon_for_delta(delta))
-    finally:
-        _evict_fft_plans()
-    if not math.isfinite(eps):
-        _refuse_delta(delta, noise, rate, steps)
-    return eps
 
 
 def _refuse_delta(delta: float, noise: float, rate: float, steps: int) -> None:
@@ -208,10 +234,9 @@ def poisson_gaussian_or_idle_epsilon(noise_multiplier: float, sampling_rate: flo
     :func:`poisson_gaussian_epsilon`) and otherwise idle: the PLD of that mixture,
     self-composed, so ``delta(eps) = sum_k P(K = k) delta_k(eps)``, ``K ~ Binomial(steps,
     p)``. Sharma et al. (2025)'s Alg. 3 as a white-box auditor sees it (its coins visible);
-    ``p = 1``: Alg. 4."""
+    ``p = 1``: Alg. 4. The limits and errors of :func:`poisson_gaussian_epsilon` apply."""
     p = require_probability("p", p, open_low=True)
-    pmfs = _step_pmfs(require_positive("noise_multiplier", noise_multiplier),
-                      require_probability("sampling_rate", sampling_rate, open_low=True))
-    composed = pld_lib.PrivacyLossDistribution(*(
-        _self_compose(_with_idle_steps(pmf, p), require_int("steps", steps)) for pmf in pmfs))
-    return float(composed.get_epsilon_for_delta(delta))
+    noise, rate, steps, delta = _checked_arguments(noise_multiplier, sampling_rate, steps,
+                                                   delta)
+    return _composed_epsilon([_with_idle_steps(pmf, p) for pmf in _step_pmfs(noise, rate)],
+                             noise, rate, steps, delta, through_identity=False)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy.stats import t as student_t
 
+from dprl.validation import require_int
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -90,9 +92,12 @@ def window_return(curve: np.ndarray, evaluated_at: np.ndarray, window: int = 10_
     checkpoints ``evaluated_at`` within its last ``window`` steps ("10 evaluation runs spaced
     over the last 10000 steps of training"); the run must be at least ``window`` steps long."""
     curve, at = np.asarray(curve, dtype=float), np.asarray(evaluated_at)
-    if curve.shape != at.shape or not curve.size:
+    window = require_int("window", window, minimum=1)
+    if curve.ndim != 1 or curve.shape != at.shape or not curve.size:
         raise ValueError(f"curve and evaluated_at must have one entry per checkpoint, got "
                          f"{curve.shape} and {at.shape}")
+    if not np.all(np.diff(at) > 0):
+        raise ValueError("evaluated_at must be increasing (one checkpoint per step count)")
     if at[-1] < window:
         raise ValueError(f"window must be at most the run's {at[-1]} steps, got {window}")
     return float(curve[at > at[-1] - window].mean())
@@ -105,6 +110,8 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
     x = np.asarray(values, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"values must be 1-D with at least 2 entries, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     se = x.std(ddof=1) / np.sqrt(x.size)
@@ -229,7 +236,9 @@ def step_cap(curves: Sequence[LearningCurve], candidates: Sequence[int]) -> int:
     """The smallest of ``candidates`` by which every learning algorithm has reached its level
     (:func:`learning_curves`); the smallest candidate where none learns (more steps then
     decide nothing: Fig. 3's normalisation needs a learner above the random policy)."""
-    candidates = sorted(candidates)
+    candidates = sorted(require_int("candidates", c, minimum=1) for c in candidates)
+    if not candidates:
+        raise ValueError("candidates must name at least one step count")
     needed = [c.reached_at for c in curves if c.learns]
     if not needed:
         return candidates[0]
