@@ -42,6 +42,13 @@ def _require_confidence(confidence: float) -> float:
     return require_probability("confidence", confidence, open_low=True, open_high=True)
 
 
+def family_confidence(confidence: float, audits: int) -> float:
+    """The level ``1 - (1 - confidence) / audits`` at which each of ``audits`` bounds must hold
+    for all of them to hold at once with probability >= ``confidence`` (Bonferroni: a union
+    bound over the audits' failures)."""
+    return 1 - (1 - _require_confidence(confidence)) / require_int("audits", audits)
+
+
 def _require_edges(edges: ArrayLike) -> np.ndarray:
     edges = require_array("edges", edges, ndim=1)
     if edges.size == 0 or np.any(np.diff(edges) <= 0):

@@ -175,3 +175,13 @@ def test_gdp_mu_lower_bound_covers_and_approaches_the_gaussian_pairs_mu():
     assert np.mean(fits <= mu) >= 0.95 and np.median(fits) > 0.9 * mu
     with pytest.raises(ValueError, match="thresholds"):
         audit.gdp_mu_lower_bound(curves[0], audit.trade_off([0.0], [1.0], edges[:5]))
+
+
+def test_family_confidence_is_bonferroni():
+    from dprl.audit import family_confidence
+
+    assert family_confidence(0.95, 1) == pytest.approx(0.95)
+    assert family_confidence(0.95, 16) == pytest.approx(1 - 0.05 / 16)
+    for bad in ((0.95, 0), (1.0, 3), (0.95, 2.5)):
+        with pytest.raises(ValueError):
+            family_confidence(*bad)
