@@ -8,7 +8,10 @@ with a link from its tables to a chapter that names no section (every link's pag
 must exist, as on every page), on an internal link, image, script or stylesheet that points at no file (or a link at no anchor),
 on a script, stylesheet or image loaded from another host, on a cell's text output wider than
 the page's content column at 1280 px (measured by a script the server adds to every page, with
-the book's wrapping of outputs turned off) and on a list that Markdown started in the middle of
+the book's wrapping of outputs turned off), on a table whose neighbouring cell texts touch (no
+padding) or that is wider than its column with no scroll frame (an ``overflow-x`` box with a
+background cue), on a reference to the project's issues ("issue 28"), which readers cannot
+see, and on a list that Markdown started in the middle of
 a sentence (a one-item list right after a paragraph that does not end with a colon: a line of
 prose that began with "1. " or "- "). Saves a screenshot of each page under the screenshots
 folder for a human look.
@@ -67,7 +70,45 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
   meta.name = "check-book-wide-outputs";
   meta.content = JSON.stringify(wide);
   document.head.appendChild(meta);
+  const textBox = cell => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    return range.getBoundingClientRect();
+  };
+  const framed = table => {
+    for (let box = table.parentElement; box && box.tagName !== "ARTICLE"; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if (["auto", "scroll"].includes(style.overflowX) && style.backgroundImage !== "none")
+        return true;
+    }
+    return false;
+  };
+  const tables = [];
+  for (const table of document.querySelectorAll("article table")) {
+    let touching = null;
+    for (const row of table.rows) {
+      const cells = [...row.cells];
+      for (let j = 1; j < cells.length && !touching; j++) {
+        if (!cells[j - 1].textContent.trim() || !cells[j].textContent.trim()) continue;
+        const gap = textBox(cells[j]).left - textBox(cells[j - 1]).right;
+        if (gap < 6) touching = [Math.round(gap), cells[j - 1].textContent.trim().slice(-20)
+                                 + "|" + cells[j].textContent.trim().slice(0, 20)];
+      }
+    }
+    const column = table.closest("article").clientWidth;
+    tables.push([touching, table.scrollWidth > table.parentElement.clientWidth + 1
+                 && !framed(table), table.scrollWidth, column,
+                 table.textContent.trim().slice(0, 40)]);
+  }
+  const measured = document.createElement("meta");
+  measured.name = "check-book-tables";
+  measured.content = JSON.stringify(tables);
+  document.head.appendChild(measured);
 }, 0));</script>"""
+#: Cell texts of one table row closer than this are "touching" (no padding between them)
+MIN_CELL_GAP_PX = 6
+#: A reference a reader cannot follow: the project's issue tracker
+ISSUE_REFERENCE = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
 # How many widths of its column an output's longest line may take (1: none wraps)
 OUTPUT_COLUMNS_ALLOWED = 1
 PAGE_TIMEOUT_S = 180  # seconds for one page (a few on an idle 2-core machine)
@@ -196,6 +237,30 @@ def wide_output_problems(rendered: PageParts, page: str) -> list[str]:
             if natural > OUTPUT_COLUMNS_ALLOWED * column]
 
 
+def table_problems(rendered: PageParts, page: str) -> list[str]:
+    """Tables whose neighbouring cell texts touch (no padding: "0.0011280.9") or that are
+    wider than their column without a scroll frame showing it, from the injected
+    :data:`MEASURE_SCRIPT`; a problem too when the script left no measurement."""
+    if "check-book-tables" not in rendered.meta:
+        return [f"{page}: the table-measuring script did not run"]
+    problems = []
+    for touching, unframed, width, column, start in json.loads(rendered.meta["check-book-tables"]):
+        if touching:
+            problems.append(f"{page}: a table's cells touch ({touching[0]} px between "
+                            f"{touching[1]!r}): {start!r}")
+        if unframed:
+            problems.append(f"{page}: a table is {width} px wide in a {column} px column with no "
+                            f"scroll frame: {start!r}")
+    return problems
+
+
+def issue_problems(rendered: PageParts, page: str) -> list[str]:
+    """References to the project's issues, which a reader cannot see."""
+    text = " ".join(rendered.text)
+    return [f"{page}: refers to {match.group(0)!r}, which readers cannot see"
+            for match in ISSUE_REFERENCE.finditer(text)]
+
+
 VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
              "source", "track", "wbr"}
 
@@ -314,7 +379,8 @@ def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path
         problems += scorecard_problems(rendered, page)
     if not rendered.text or not screenshot.is_file():
         problems.append(f"{page}: the browser returned no page or no screenshot")
-    return (problems + wide_output_problems(rendered, page) + list_problems(html, page)
+    return (problems + wide_output_problems(rendered, page) + table_problems(rendered, page)
+            + issue_problems(rendered, page) + list_problems(html, page)
             + reference_problems(static, page, root, page_ids))
 
 

@@ -157,3 +157,44 @@ def test_a_scorecard_linking_every_verdict_to_a_section_passes(tmp_path):
     assert check_book.reference_problems(check_book.parse(page), "s/s.html", tmp_path,
                                          check_book.page_ids) == [
         "s/s.html: ../x/c.html#sec points at no anchor #sec"]
+
+
+def test_touching_cells_and_unframed_wide_tables_are_problems():
+    meta = ('[[[0, "0.001128|0.9"], false, 500, 700, "Table 3"], [null, true, 900, 700, "wide"],'
+            ' [null, false, 900, 700, "framed"]]')
+    rendered = check_book.parse(f"<meta name='check-book-tables' content='{meta}'>")
+    assert check_book.table_problems(rendered, "p.html") == [
+        "p.html: a table's cells touch (0 px between '0.001128|0.9'): 'Table 3'",
+        "p.html: a table is 900 px wide in a 700 px column with no scroll frame: 'wide'"]
+    assert check_book.table_problems(check_book.parse("<p>x</p>"), "p.html") == [
+        "p.html: the table-measuring script did not run"]
+
+
+def test_references_to_the_project_s_issues_are_problems():
+    rendered = check_book.parse("<p>The criteria were made stricter (issue 28 of the project)</p>"
+                                "<p>no issue here; tissue 3 is fine</p>")
+    assert check_book.issue_problems(rendered, "p.html") == [
+        "p.html: refers to 'issue 28', which readers cannot see"]
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium (make check-book installs it)")
+def test_the_browser_finds_unpadded_and_unframed_tables_and_the_book_s_style_fixes_them(tmp_path):
+    row = "".join(f"<td>{x:.6g}</td>" for x in (0.001128, 0.9, 7.5)) + "<td>" + "w" * 300 + "</td>"
+    table = f"<table class='dprl-table'><tr>{row}</tr></table>"
+    body = (f"<article style='width: 700px'><div class='cell_output'><div class='output "
+            f"text_html'>{table}</div></div></article>")
+    style = (ROOT / "book" / "_static" / "dprl-tables.css").read_text()
+    server = check_book.serve(tmp_path)
+    try:
+        found = {}
+        for name, head in (("plain", ""), ("styled", f"<style>{style}</style>")):
+            (tmp_path / f"{name}.html").write_text(f"<html><head>{head}</head><body>{body}</body>"
+                                                   "</html>")
+            found[name] = check_book.check_page(f"{name}.html", tmp_path,
+                                                f"http://127.0.0.1:{server.server_address[1]}/",
+                                                BROWSER, tmp_path)
+    finally:
+        server.shutdown()
+    assert any("cells touch" in p for p in found["plain"]), found
+    assert any("no scroll frame" in p for p in found["plain"]), found
+    assert found["styled"] == [], found
