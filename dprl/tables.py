@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 
 def cell_text(value: object) -> str:
-    """A cell as printed: integers in full, other numbers to 4 significant digits, None as
-    an em dash, anything else by ``str``."""
-    if value is None:
+    """A cell as printed: integers in full, other numbers to 4 significant digits, None and
+    NaN (an inapplicable entry) as an em dash, anything else by ``str``."""
+    if value is None or (isinstance(value, numbers.Real) and value != value):
         return "\u2014"
     if isinstance(value, bool):
         return str(value)

@@ -31,3 +31,12 @@ def test_bad_tables_are_rejected():
         Table((), [])
     with pytest.raises(ValueError, match="3 columns"):
         Table(("a", "b", "c"), [(1, 2)])
+
+
+def test_an_inapplicable_entry_prints_as_a_dash_not_nan():
+    import numpy as np
+
+    from dprl.tables import cell_text
+
+    assert cell_text(float("nan")) == cell_text(np.float32("nan")) == cell_text(None) == "\u2014"
+    assert cell_text(np.inf) == "inf"
