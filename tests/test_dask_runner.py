@@ -210,13 +210,13 @@ def test_the_scheduler_comes_from_the_argument_or_the_environment(tmp_path, monk
 
 def test_an_unreachable_scheduler_is_one_error(tmp_path, capsys):
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        with pytest.raises(ConnectionError, match="cannot connect to the dask scheduler at "
+        with pytest.raises(ConnectionError, match="cannot reach a dask scheduler at "
                                                   "tcp://127.0.0.1:9"):
             run(EXPERIMENT, "smoke", tmp_path, progress=False, scheduler="tcp://127.0.0.1:9")
         assert main(["run", EXPERIMENT, "--scheduler", "tcp://127.0.0.1:9",
                      "--results-dir", str(tmp_path)]) == 1
     assert capsys.readouterr().err.splitlines()[-1].startswith(
-        "python -m dprl run: error: cannot connect to the dask scheduler at tcp://127.0.0.1:9")
+        "python -m dprl run: error: cannot reach a dask scheduler at tcp://127.0.0.1:9")
 
 
 def test_run_all_hands_the_workers_to_one_call(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ import json
 import logging
 import os
 import signal
+import socket
+import struct
 import sys
 import threading
 import uuid
@@ -58,6 +60,44 @@ def scheduler_address(scheduler: str | None, jobs: int) -> str | None:
                              "both given: the cluster's workers decide how many batches run "
                              "at once; give one of them")
     return scheduler
+
+
+#: Seconds a dask scheduler has to answer a new connection with its handshake
+PROBE_TIMEOUT_S = 10.0
+
+
+def probe_scheduler(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Return when a dask scheduler answers at ``address``; else, within ``timeout`` seconds,
+    a ValueError (an address that is none) or a ConnectionError naming the cause. A dask
+    listener sends its handshake as soon as a connection opens, framed by dask's TCP
+    protocol (the message's length, then its number of frames, each a little-endian 8-byte
+    integer); what answers otherwise, or not at all, is not a dask scheduler. (A ``tls://``
+    or in-process address is checked by the client's own connection, under the same
+    timeout.)"""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme != "tcp":
+            return
+        host, port = parse_host_port(location)
+    except ValueError:
+        raise ValueError(f"scheduler must be a dask scheduler's address, such as "
+                         f"tcp://host:8786, got {address!r}") from None
+    header = b""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as connection:
+            with contextlib.suppress(TimeoutError):  # silent: no handshake (below)
+                while len(header) < 16 and (chunk := connection.recv(16 - len(header))):
+                    header += chunk
+    except OSError as error:
+        raise ConnectionError(f"cannot reach a dask scheduler at {address} within {timeout:g} "
+                              f"s: {error}") from None
+    length, frames = struct.unpack("<QQ", header) if len(header) == 16 else (0, 0)
+    if not (1 <= frames <= 64 and 16 <= length < 2**25):
+        raise ConnectionError(f"{address} answers, but not as a dask scheduler (no dask "
+                              f"handshake within {timeout:g} s): is it the scheduler's "
+                              f"address and port?")
 
 
 class WorkerLost(RuntimeError):
@@ -168,7 +208,8 @@ def dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> I
         else:
             target = scheduler
         try:
-            client = stack.enter_context(Client(target, set_as_default=False))
+            client = stack.enter_context(Client(target, set_as_default=False,
+                                                timeout=f"{PROBE_TIMEOUT_S:g}s"))
         except OSError as error:
             raise ConnectionError(f"cannot connect to the dask scheduler at {scheduler} "
                                   f"(--scheduler or {SCHEDULER_ENV}): {error}") from None

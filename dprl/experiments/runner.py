@@ -105,11 +105,14 @@ def run_many(experiment_ids: Sequence[str], scale: str = "smoke",
     experiment's batches wait for the results of those it reads, assembled by a task of
     their own and handed to them (:func:`load` and :func:`status` on the worker return
     them), so its batches start as soon as those results exist."""
-    from dprl.experiments.dask_engine import dask_client, run_graph, scheduler_address
+    from dprl.experiments.dask_engine import (dask_client, probe_scheduler, run_graph,
+                                              scheduler_address)
 
     jobs = require_int("jobs", jobs)
     if slurm is None:
         scheduler = scheduler_address(scheduler, jobs)
+        if scheduler is not None:
+            probe_scheduler(scheduler)  # before anything else: one line, within seconds
     else:
         require_int("slurm", slurm)
         if jobs > 1 or scheduler is not None:
