@@ -94,8 +94,54 @@ def spot_check(sidecar, family: str) -> None:
                     "DPRL_SPOT_HEAVY=1)")
     n_trials = load(experiment).provenance["n_trials"]
     index = int(np.random.default_rng([SPOT_SEED, len(experiment)]).integers(n_trials))
-    assert mismatched_trials(experiment, [index]) == [], (
-        f"trial {index} (DPRL_SPOT_SEED={SPOT_SEED})")
+    where = "here"
+    if family in OTHER_VENDOR_FAMILIES and other_vendor_available():
+        where, problems = other_vendor(), recompute_for_the_other_vendor(
+            {experiment: index})[experiment]
+    else:
+        problems = mismatched_trials(experiment, [index])
+    assert problems == [], f"trial {index}, computed {where} (DPRL_SPOT_SEED={SPOT_SEED})"
+
+
+#: Families whose drawn trial is recomputed in a process where MKL takes the other CPU
+#: vendor's code (dprl.vendors; on this AMD machine: Intel's), against the committed bits made
+#: on AMD: the torch results, whose vector math MKL chooses by vendor. One recomputation
+#: checks both promises: the bits are the committed ones, and they do not depend on the vendor
+#: (test_vendor_bits.py shows that MKL's vector math is the same here and there, element by
+#: element, so a native recomputation would repeat this one).
+OTHER_VENDOR_FAMILIES = ("sharma2025_training",)
+
+#: Recomputes one trial of each result named ``id=index`` alone and prints, for each, the
+#: disagreements with the committed result (JSON).
+RECOMPUTE = r"""
+import json, sys
+import dprl
+from dprl.experiments import mismatched_trials
+pairs = [argument.rsplit("=", 1) for argument in sys.argv[1:]]
+print(json.dumps({id: mismatched_trials(id, [int(index)]) for id, index in pairs}))
+"""
+
+
+def other_vendor_available() -> bool:
+    """Whether MKL can be made to take the other vendor's code here (x86-64-v3, a C compiler)."""
+    from dprl import floating_point, vendors
+
+    return "MKL_CBWR" in floating_point.settings() and vendors.compiler() is not None
+
+
+def other_vendor() -> str:
+    from dprl import vendors
+
+    return f"with MKL taking {vendors.other_vendor()}'s code"
+
+
+def recompute_for_the_other_vendor(trials: dict[str, int]) -> dict[str, list[str]]:
+    """:func:`mismatched_trials` of one trial of each result (``{id: index}``), in one process
+    where MKL takes the other vendor's code, under the pinned floating-point settings."""
+    from dprl.vendors import run_python
+
+    return run_python(RECOMPUTE, *(f"{id}={index}" for id, index in trials.items()),
+                      other=True, timeout=3600)
 
 
 def has_data_cache(sidecar) -> bool:

@@ -6,11 +6,13 @@ settings (:mod:`dprl.floating_point`),
   of this CPU, and of the branch the committed torch results were made with (an AMD CPU under
   the earlier pin ``MKL_CBWR=AVX2``), while under ``MKL_CBWR=AVX2`` the two vendors differ:
   so the stand-in works and the tests can fail;
-- a training trial of Sharma et al.'s learners has the same bits for both vendors and every
-  oneDNN instruction set;
-- trials of the committed torch results (the training family's runs and every torch audit)
-  recompute to the committed bits (drawn per session as in :mod:`spot_check`; the long runs
-  and an exhaustive check of every float32 input with ``DPRL_SPOT_HEAVY=1``).
+- a training trial of Sharma et al.'s learners has the same bits for both vendors and two
+  oneDNN instruction sets, and other bits under the earlier pin;
+- every torch audit recomputes a random trial to the committed bits. The training family's
+  results (training runs, learning curves; the longer runs and LunarLander's and HIV's with
+  ``DPRL_SPOT_HEAVY=1`` or their data cached) are recomputed the same way by their spot-check
+  (:data:`spot_check.OTHER_VENDOR_FAMILIES`); with ``DPRL_SPOT_HEAVY=1`` also every float32
+  input of ``exp``, ``log`` and ``sqrt``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import json
 
 import numpy as np
 import pytest
-from spot_check import BUDGET_S, HEAVY, SPOT_SEED, drawn, family_results
+from spot_check import (HEAVY, OTHER_VENDOR_FAMILIES, SPOT_SEED, family_results,
+                        recompute_for_the_other_vendor)
 
 from dprl import floating_point
 from dprl.experiments import load, status
@@ -117,13 +120,13 @@ def test_pinned_vector_math_has_the_bits_of_the_committed_results():
 
 @functools.cache
 def trial_digest(kernels: str, other: bool, **variables: str) -> str:
-    """The digest of a 300-step training trial (:data:`dprl.vendors.TRAINING_TRIAL`)."""
-    return training_trial(300, kernels, other, **variables)["digest"]
+    """The digest of a 100-step training trial (:data:`dprl.vendors.TRAINING_TRIAL`)."""
+    return training_trial(100, kernels, other, **variables)["digest"]
 
 
 def test_a_portable_training_trial_has_the_same_bits_for_both_vendors_and_every_onednn_isa():
     digests = {(other, isa): trial_digest("portable", other, ONEDNN_MAX_CPU_ISA=isa)
-               for other in (False, True) for isa in ("AVX2", "SSE41")}
+               for other, isa in ((False, "AVX2"), (True, "SSE41"))}
     assert len(set(digests.values())) == 1, digests
 
 
@@ -141,20 +144,13 @@ def test_torch_s_own_products_change_with_mkl_s_branch():
             != trial_digest("vendor", False, MKL_CBWR="COMPATIBLE"))
 
 
-#: The committed results whose trials run torch: the training family (training runs, learning
-#: curves, longer runs; see spot_check.FAMILIES) and the audits of expert-level DP-SGD.
+#: The audits whose trials run torch (expert-level DP-SGD); the training family's results
+#: (training runs, learning curves, longer runs) are recomputed for the other vendor by their
+#: spot-check (spot_check.OTHER_VENDOR_FAMILIES).
 TORCH_AUDITS = ("audit-sharma2025-dp-sgd", "audit-sharma2025-selective",
                 "audit-sharma2025-one-run")
 TORCH_RESULTS = family_results("sharma2025_training") + [
     sidecar for sidecar in family_results("audits") if sidecar.stem in TORCH_AUDITS]
-
-#: Recomputes trials alone and prints the disagreements with the committed result (JSON).
-RECOMPUTE = r"""
-import json, sys
-import dprl
-from dprl.experiments import mismatched_trials
-print(json.dumps(mismatched_trials(sys.argv[1], [int(i) for i in sys.argv[2:]])))
-"""
 
 
 def test_the_torch_results_are_the_ones_running_torch():
@@ -169,27 +165,19 @@ def test_the_torch_results_are_the_ones_running_torch():
         assert (machine["floating_point"]["MKL_CBWR"] == "COMPATIBLE"
                 or machine["cpu"]["vendor"] != INTEL), sidecar.stem
     assert len(TORCH_RESULTS) == 12 + len(TORCH_AUDITS)
+    assert "sharma2025_training" in OTHER_VENDOR_FAMILIES
 
 
-def _recomputed_here(sidecar) -> bool:
-    """Every torch audit, and the training family's results that this session draws for the
-    other vendor: a draw of its own (stream 1), so that the native spot-check and this one
-    recompute different trials."""
-    return sidecar.stem in TORCH_AUDITS or sidecar in drawn("sharma2025_training", stream=1)
-
-
-@pytest.mark.parametrize("sidecar", TORCH_RESULTS, ids=lambda p: p.stem)
-def test_a_committed_torch_result_recomputes_for_the_other_vendor(sidecar):
-    experiment = sidecar.stem
-    assert status(experiment) == "current", experiment
-    if not _recomputed_here(sidecar):
-        pytest.skip(f"not drawn this session (DPRL_SPOT_SEED={SPOT_SEED}, budget {BUDGET_S:g} s;"
-                    " the long runs and LunarLander's and HIV's without their data cache only "
-                    "with DPRL_SPOT_HEAVY=1)")
-    n_trials = load(experiment).provenance["n_trials"]
-    index = int(np.random.default_rng([SPOT_SEED, len(experiment), 1]).integers(n_trials))
-    problems = run_python(RECOMPUTE, experiment, str(index), other=True, timeout=3600)
-    assert problems == [], f"{other_vendor()}: trial {index} (DPRL_SPOT_SEED={SPOT_SEED})"
+def test_every_torch_audit_recomputes_a_random_trial_for_the_other_vendor():
+    trials = {}
+    for experiment in TORCH_AUDITS:
+        assert status(experiment) == "current", experiment
+        n_trials = load(experiment).provenance["n_trials"]
+        trials[experiment] = int(np.random.default_rng([SPOT_SEED, len(experiment), 1])
+                                 .integers(n_trials))
+    problems = recompute_for_the_other_vendor(trials)  # one process: one start-up
+    assert problems == {experiment: [] for experiment in TORCH_AUDITS}, (
+        f"{other_vendor()}: trials {trials} (DPRL_SPOT_SEED={SPOT_SEED}): {problems}")
 
 
 #: Every float32 input of exp, log and sqrt, in blocks of 2^24: prints {name: sha256}.
