@@ -49,10 +49,15 @@ TEXT_SKIPPED = {"script", "style", "pre", "code", "textarea", "noscript", "title
 RAW_MATH = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,200}?\\[A-Za-z]+[^$\n]{0,200}?\$")
 REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 NOT_FILES = re.compile(r"^(?:mailto|data|javascript|tel):", re.IGNORECASE)
+#: Cell texts of one table row closer than this are "touching" (no padding between them)
+MIN_CELL_GAP_PX = 6
 # Added to every served page: after the load, each text output of a cell (not its code) laid
 # out in one line per line, as the book's wrapping (wrap-outputs.css) would not, without the
 # verdict lines of dprl.claims (a record the scorecard collects), as [its width, its column's
-# width, its first characters] in <meta name="check-book-wide-outputs">
+# width, its first characters] in <meta name="check-book-wide-outputs">; and each table of the
+# article as [its first touching cells or null, whether it is wider than its parent with no
+# scroll frame, its width, the article's width, its first characters] in
+# <meta name="check-book-tables">
 MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() => {
   const wide = [];
   for (const pre of document.querySelectorAll("div.cell_output pre, div.output pre")) {
@@ -91,7 +96,7 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
       for (let j = 1; j < cells.length && !touching; j++) {
         if (!cells[j - 1].textContent.trim() || !cells[j].textContent.trim()) continue;
         const gap = textBox(cells[j]).left - textBox(cells[j - 1]).right;
-        if (gap < 6) touching = [Math.round(gap), cells[j - 1].textContent.trim().slice(-20)
+        if (gap < MIN_CELL_GAP_PX) touching = [Math.round(gap), cells[j - 1].textContent.trim().slice(-20)
                                  + "|" + cells[j].textContent.trim().slice(0, 20)];
       }
     }
@@ -104,9 +109,7 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
   measured.name = "check-book-tables";
   measured.content = JSON.stringify(tables);
   document.head.appendChild(measured);
-}, 0));</script>"""
-#: Cell texts of one table row closer than this are "touching" (no padding between them)
-MIN_CELL_GAP_PX = 6
+}, 0));</script>""".replace("MIN_CELL_GAP_PX", str(MIN_CELL_GAP_PX))
 #: A reference a reader cannot follow: the project's issue tracker
 ISSUE_REFERENCE = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
 # How many widths of its column an output's longest line may take (1: none wraps)

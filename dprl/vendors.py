@@ -47,6 +47,12 @@ def compiler() -> str | None:
     return shutil.which("cc") or shutil.which("gcc")
 
 
+def available() -> bool:
+    """Whether the stand-in can work here: MKL pinned (an x86-64-v3 CPU,
+    :func:`dprl.floating_point.settings`) and a C compiler to build it."""
+    return "MKL_CBWR" in floating_point.settings() and compiler() is not None
+
+
 @functools.cache
 def stand_in() -> Path:
     """The compiled stand-in library, built once per process (a RuntimeError where no C

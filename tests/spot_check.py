@@ -16,6 +16,7 @@ import os
 import numpy as np
 import pytest
 
+from dprl import vendors
 from dprl.experiments import RESULTS_DIR, load, mismatched_trials, status
 
 COMMITTED = sorted(RESULTS_DIR.glob("*.json"))
@@ -95,9 +96,9 @@ def spot_check(sidecar, family: str) -> None:
     n_trials = load(experiment).provenance["n_trials"]
     index = int(np.random.default_rng([SPOT_SEED, len(experiment)]).integers(n_trials))
     where = "here"
-    if family in OTHER_VENDOR_FAMILIES and other_vendor_available():
-        where, problems = other_vendor(), recompute_for_the_other_vendor(
-            {experiment: index})[experiment]
+    if family in OTHER_VENDOR_FAMILIES and vendors.available():
+        where = f"with MKL taking {vendors.other_vendor()}'s code"
+        problems = recompute_for_the_other_vendor({experiment: index})[experiment]
     else:
         problems = mismatched_trials(experiment, [index])
     assert problems == [], f"trial {index}, computed {where} (DPRL_SPOT_SEED={SPOT_SEED})"
@@ -122,25 +123,10 @@ print(json.dumps({id: mismatched_trials(id, [int(index)]) for id, index in pairs
 """
 
 
-def other_vendor_available() -> bool:
-    """Whether MKL can be made to take the other vendor's code here (x86-64-v3, a C compiler)."""
-    from dprl import floating_point, vendors
-
-    return "MKL_CBWR" in floating_point.settings() and vendors.compiler() is not None
-
-
-def other_vendor() -> str:
-    from dprl import vendors
-
-    return f"with MKL taking {vendors.other_vendor()}'s code"
-
-
 def recompute_for_the_other_vendor(trials: dict[str, int]) -> dict[str, list[str]]:
     """:func:`mismatched_trials` of one trial of each result (``{id: index}``), in one process
     where MKL takes the other vendor's code, under the pinned floating-point settings."""
-    from dprl.vendors import run_python
-
-    return run_python(RECOMPUTE, *(f"{id}={index}" for id, index in trials.items()),
+    return vendors.run_python(RECOMPUTE, *(f"{id}={index}" for id, index in trials.items()),
                       other=True, timeout=3600)
 
 

@@ -25,13 +25,12 @@ import pytest
 from spot_check import (HEAVY, OTHER_VENDOR_FAMILIES, SPOT_SEED, family_results,
                         recompute_for_the_other_vendor)
 
-from dprl import floating_point
 from dprl.experiments import load, status
-from dprl.vendors import INTEL, compiler, other_vendor, run_python, training_trial
+from dprl.vendors import INTEL, available, other_vendor, run_python, training_trial
 
 #: The stand-in works where MKL is pinned (x86-64-v3) and a C compiler builds it.
 pytestmark = pytest.mark.skipif(
-    "MKL_CBWR" not in floating_point.settings() or compiler() is None,
+    not available(),
     reason="the other-vendor stand-in needs an x86-64-v3 CPU and a C compiler (cc), "
            "none found")
 
