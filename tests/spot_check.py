@@ -33,7 +33,7 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
-                f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long")
+                f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")
                 for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
 
 
@@ -51,9 +51,11 @@ def family_results(family: str) -> list:
 BUDGET_S = float(os.environ.get("DPRL_SPOT_BUDGET_S", 30.0))
 #: results recomputed only in sessions with DPRL_SPOT_HEAVY=1 (`make spot-check-heavy`): the
 #: largest-m extensions of Xie et al.'s experiments, 3-5 CPU minutes and up to ~10 GB a trial,
-#: and Sharma et al.'s longer runs, 1-6 CPU minutes a trial; CI checks that they are current
+#: and Sharma et al.'s longer runs and SGD runs, 1-11 CPU minutes a trial; CI checks that
+#: they are current
 HEAVY_RESULTS = ("xie2019-mountain-car-large", "xie2019-hiv-large") + tuple(
-    f"sharma2025-{env}-long" for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
+    f"sharma2025-{env}-{kind}" for env in ("cartpole", "acrobot", "lunarlander", "hiv")
+    for kind in ("long", "sgd"))
 HEAVY = os.environ.get("DPRL_SPOT_HEAVY") == "1"
 #: families whose runs need the environment's training data (:func:`has_data_cache`)
 NEEDS_DATA = ("sharma2025_training",)

@@ -29,6 +29,7 @@ from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
+from dprl.sharma2025.protocol import OPTIMIZERS
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import require_choice, require_int, require_positive, require_probability
 
@@ -57,7 +58,8 @@ class Run:
     ``m`` and the replicate ``seed`` (ours: the release trial it trains on). ``steps``
     overrides the config's cap; a ``noise_multiplier`` (Table 3's ``s``) replaces the
     calibrated one, and the run then trains "until the privacy budget is used up" (Sec. 6):
-    :func:`~dprl.sharma2025.accounting.steps_for_budget` steps at the paper's rate."""
+    :func:`~dprl.sharma2025.accounting.steps_for_budget` steps at the paper's rate.
+    ``optimizer``: Adam or Alg. 4's plain SGD (:data:`~dprl.sharma2025.protocol.OPTIMIZERS`)."""
 
     algorithm: str
     method: str
@@ -71,9 +73,11 @@ class Run:
     seed: int = 0
     steps: int | None = None
     noise_multiplier: float | None = None
+    optimizer: str = "adam"
 
     def __post_init__(self) -> None:
         require_choice("method", self.method, METHODS)
+        require_choice("optimizer", self.optimizer, OPTIMIZERS)
         require_choice("split", self.split, SPLITS)
         require_probability("p", self.p)
         if self.method == "ours" and self.split == "three_quarters" and self.p != 1:
@@ -236,7 +240,7 @@ def training_trials(config: TrainingConfig,
         learner = make_learner(config.env, run.algorithm, generator, config.kernels)
         dp_config = DPSGDConfig(run.batch_size, 0.0 if np.isnan(s) else s)
         outcome = train(learner, stable, unstable, coins, dp_config, run.learning_rate,
-                        config.schedule(steps), config.env, generator, eval_rng)
+                        config.schedule(steps), config.env, generator, eval_rng, run.optimizer)
         visible = (selective_epsilon(s, run.batch_size, run.m, p, steps, delta2,
                                      "visible_coins", dp_steps, config.accountant) if dp_steps else 0.0)
         values = (outcome.returns, random_policy_returns(config.env, config.eval_episodes,
@@ -456,18 +460,21 @@ def long_cap_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
                for s in seeds])
 
 
-def _long(env: str, root_seed: int) -> Experiment:
-    """``sharma2025-<env>-long``: :func:`paper_noise_runs` and :func:`long_cap_runs`, each
-    evaluated at 10 checkpoints over its last :data:`LAST_STEPS` steps (App. B.3)."""
-    runs = tuple(paper_noise_runs(env) + long_cap_runs(env))
+def _windowed(env: str, kind: str, title: str, runs: Sequence[Run], root_seed: int,
+              window: int = LAST_STEPS) -> Experiment:
+    """``sharma2025-<env>-<kind>``: ``runs``, each evaluated at 10 checkpoints over its last
+    ``window`` steps (App. B.3's :data:`LAST_STEPS`)."""
+    runs = tuple(runs)
     eps, m, split = get(_release_id(env)).configs["smoke"].cells[0]
     smoke = (Run("CQL", "dpsgd", 1e-3, 4, eps=eps, m=m, noise_multiplier=2.0),
              Run("CQL", "ours", 1e-3, 4, eps=eps, m=m, split=split,
                  p=0.0 if env == "Acrobot" else 0.5, steps=200))
+    if kind == "sgd":
+        smoke = tuple(dataclasses.replace(run, optimizer="sgd") for run in smoke[:1]) + tuple(
+            dataclasses.replace(run, optimizer="sgd", steps=100)
+            for run in smoke_runs(env) if run.method == "nonprivate")
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-long",
-        title=f"Sharma et al. (2025), Sec. 6: longer training, Table 3's noise until the "
-              f"budget is spent, {env}",
+        id=f"sharma2025-{env.lower()}-{kind}", title=f"Sharma et al. (2025), {title}, {env}",
         chapter="book/sharma2025/experiments.ipynb",
         configs={"smoke": TrainingConfig(n_trials=len(smoke), root_seed=root_seed,
                                          batch_size=1, env=env, runs=smoke, steps=100,
@@ -475,12 +482,37 @@ def _long(env: str, root_seed: int) -> Experiment:
                                          checkpoints=2, eval_episodes=2, eval_window=50),
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
                                          batch_size=1, env=env, runs=runs, steps=STEPS[env],
-                                         checkpoints=10, eval_window=LAST_STEPS)},
+                                         checkpoints=10,
+                                         eval_window=window)},
         run_trials=training_trials,
         after=(f"sharma2025-{env.lower()}-experts", _release_id(env),
                f"sharma2025-{env.lower()}-curves")))
 
 
 CARTPOLE_LONG, ACROBOT_LONG, LUNARLANDER_LONG, HIV_LONG = (
-    _long(env, seed) for env, seed in (("CartPole", 55), ("Acrobot", 65),
-                                       ("LunarLander", 75), ("HIV", 85)))
+    _windowed(env, "long", "Sec. 6: longer training, Table 3's noise until the budget is spent",
+              paper_noise_runs(env) + long_cap_runs(env), seed)
+    for env, seed in (("CartPole", 55), ("Acrobot", 65), ("LunarLander", 75), ("HIV", 85)))
+
+
+# --- Alg. 4's optimiser: plain SGD at Table 3's learning rate ------------------------------
+
+#: The cells where the book trains at the paper's N with both optimisers (issue 40): Table
+#: 3's noise until eps2 is spent (:func:`paper_noise_runs`), by environment.
+ANCHORS = {"CartPole": "BCQ", "HIV": "CQL"}
+
+
+def sgd_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
+    """Alg. 4, line 9's SGD (``phi <- phi - eta g~``) where the book's other runs take Adam:
+    non-private CQL and BCQ at Fig. 3's learning rate and batch (does the learner beat the
+    random policy with the paper's optimiser?) and the :data:`ANCHORS` cell at the paper's
+    ``N`` (:func:`paper_noise_runs`: Adam's twins are in ``sharma2025-<env>-long``)."""
+    runs = nonprivate_runs(env, seeds) + [run for run in paper_noise_runs(env, seeds)
+                                          if run.algorithm == ANCHORS.get(env)]
+    return [dataclasses.replace(run, optimizer="sgd") for run in runs]
+
+
+CARTPOLE_SGD, ACROBOT_SGD, LUNARLANDER_SGD, HIV_SGD = (
+    _windowed(env, "sgd", "Alg. 4's optimiser: plain SGD at Table 3's learning rate",
+              sgd_runs(env), seed, min(LAST_STEPS, STEPS[env]))
+    for env, seed in (("CartPole", 56), ("Acrobot", 66), ("LunarLander", 76), ("HIV", 86)))

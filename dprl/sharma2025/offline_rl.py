@@ -41,12 +41,10 @@ from torch import nn
 
 from dprl.envs.episodes import VectorEnv, simulate
 from dprl.sharma2025.datasets import ExpertData
+from dprl.sharma2025.protocol import OPTIMIZERS
 from dprl.sharma2025.qnetworks import QNetwork
 from dprl.validation import (require_array, require_choice, require_int, require_nonnegative,
                              require_positive, require_probability)
-
-#: The optimisers :func:`make_optimizer` offers.
-OPTIMIZERS = ("sgd", "adam")
 
 
 @dataclass(frozen=True)

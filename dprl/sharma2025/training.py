@@ -14,8 +14,8 @@ empty) changes nothing: the step is skipped. It is the only way Table 2's LunarL
 ``p = 0.8`` entry can exist beside its "inf" at ``p = 0``, and it makes such a run DP-SGD
 with fewer steps, whose only gain is the accounting.
 
-**The rest of Sec. 6, as the book runs it** (stated in the chapters): Adam (Sharma et al.
-name no optimiser; both learners' own code uses it) at Table 3's learning rate; target
+**The rest of Sec. 6, as the book runs it** (stated in the chapters): the optimiser at Table
+3's learning rate, Adam or Alg. 4's plain SGD (line 9, ``phi <- phi - eta g~``); target
 network copied every ``target_every`` steps; the greedy policy evaluated on
 ``eval_episodes`` episodes at each of ``checkpoints`` evenly spaced steps (the last is
 Fig. 3's "10 evaluation runs at the end of training").
@@ -32,22 +32,14 @@ import torch
 
 from dprl.determinism import torch_generator
 from dprl.seeding import named_stream
-from dprl.sharma2025.accounting import noise_for_budget
+from dprl.sharma2025.accounting import READINGS, noise_for_budget
 from dprl.sharma2025.dp_sgd import DPSGDConfig, selective_step
 from dprl.sharma2025.evaluation import SPACES, episode_returns, uniform_act
 from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions,
                                         OfflineLearner, Transitions, make_optimizer)
+from dprl.sharma2025.protocol import ALGORITHMS, GAMMAS
 from dprl.sharma2025.qnetworks import HIV_HIDDEN, PAPER_HIDDEN, QNetwork, frozen_copy, update_target
 from dprl.validation import require_choice, require_int, require_positive, require_probability
-
-ALGORITHMS = ("CQL", "BCQ")
-
-#: Discount of each environment's learner: 0.99, HIV's MDP 0.98 (Ernst et al. 2006).
-GAMMAS = {"CartPole": 0.99, "Acrobot": 0.99, "LunarLander": 0.99, "HIV": 0.98}
-
-#: The readings of Alg. 3's accounting (:mod:`dprl.sharma2025.accounting`).
-READINGS = ("paper", "visible_coins")
-
 
 def make_learner(env: str, algorithm: str, generator: torch.Generator,
                  kernels: str = "portable") -> OfflineLearner:
@@ -136,15 +128,18 @@ class RunOutcome:
 
 def train(learner: OfflineLearner, stable: Transitions, unstable: ExpertTransitions,
           coins: np.ndarray, config: DPSGDConfig, learning_rate: float, schedule: Schedule,
-          env: str, generator: torch.Generator, eval_rng: np.random.Generator) -> RunOutcome:
+          env: str, generator: torch.Generator, eval_rng: np.random.Generator,
+          optimizer: str = "adam") -> RunOutcome:
     """Alg. 3 with the pre-drawn ``coins`` (module docstring): a coin of 1 takes an
     expert-level DP-SGD step on ``unstable`` (Alg. 4), a coin of 0 a plain step on
-    ``config.batch_size`` uniform transitions of ``stable`` (skipped if it is empty). Each
-    checkpoint evaluates the greedy policy on the same episodes (a copy of ``eval_rng``)."""
+    ``config.batch_size`` uniform transitions of ``stable`` (skipped if it is empty), each
+    by ``optimizer`` (``"adam"`` or ``"sgd"``, :func:`~dprl.sharma2025.offline_rl.
+    make_optimizer`). Each checkpoint evaluates the greedy policy on the same episodes (a
+    copy of ``eval_rng``)."""
     if coins.shape != (schedule.steps,) or coins.dtype != np.bool_:
         raise ValueError(f"coins must be a bool array of shape ({schedule.steps},)")
-    optimizer = make_optimizer(learner, "adam", require_positive("learning_rate",
-                                                                   learning_rate))
+    step_rule = make_optimizer(learner, optimizer, require_positive("learning_rate",
+                                                                      learning_rate))
     target = frozen_copy(learner.q)
     checkpoints = set(schedule.evaluated_at.tolist())
     returns, skipped = [], 0
@@ -153,7 +148,7 @@ def train(learner: OfflineLearner, stable: Transitions, unstable: ExpertTransiti
         return learner.greedy_actions(torch.as_tensor(observations)).numpy()
 
     for step, private in enumerate(coins.tolist(), start=1):
-        if not selective_step(learner, target, stable, unstable, private, config, optimizer,
+        if not selective_step(learner, target, stable, unstable, private, config, step_rule,
                               generator):
             skipped += 1
         if step % schedule.target_every == 0:
