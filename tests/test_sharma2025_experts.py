@@ -109,6 +109,41 @@ def test_cem_is_deterministic_keeps_the_best_and_learns():
     assert first["own_returns"][:, 0].min() > 2 * random_mean
 
 
+def test_converged_runs_train_every_iteration_and_beat_the_weakened_ones():
+    """budgets="full": every run trains all iterations (App. B.1's fully trained agents);
+    on the same settings its kept experts return at least as much on their own variant as
+    the same runs stopped at random budgets, whose budgets lie in 1 .. iterations."""
+    grid = variant_grid("CartPole")
+    settings = {name: values[[3, 707]] for name, values in grid.items()}
+    common = dict(iterations=6, population=12, elite=3, runs=3, keep=2, eval_episodes=3)
+    out = {budgets: train_experts(CartPoleVariants, 4, 2, settings, trial_generators(8, 2),
+                                  CEMSettings(budgets=budgets, **common), DEFAULTS["CartPole"])
+           for budgets in ("random", "full")}
+    assert np.all(out["full"]["budgets"] == 6)
+    assert out["random"]["budgets"].min() >= 1 and out["random"]["budgets"].max() <= 6
+    assert out["full"]["own_returns"].mean() >= out["random"]["own_returns"].mean()
+    assert np.array_equal(out["full"]["curves"], out["random"]["curves"])  # the same training
+    with pytest.raises(ValueError, match="budgets"):
+        CEMSettings(budgets="some")
+
+
+def test_converged_populations_are_registered_beside_the_first_ones():
+    from dprl.experiments.registry import get
+    from dprl.experiments.sharma2025_release import ReleaseConfig
+
+    for env in ("cartpole", "acrobot"):
+        experts = get(f"sharma2025-{env}-experts-converged").config("paper")
+        assert (experts.cem.budgets, experts.cem.runs, experts.cem.keep) == ("full", 8, 3)
+        first, converged = (get(f"sharma2025-{env}-release{end}").config("paper")
+                            for end in ("", "-converged"))
+        assert (first.converged, converged.converged) == (False, True)
+        assert {f: getattr(first, f) for f in ("cells", "root_seed", "data_seed")} == {
+            f: getattr(converged, f) for f in ("cells", "root_seed", "data_seed")}
+    with pytest.raises(ValueError, match="converged"):
+        ReleaseConfig(n_trials=1, root_seed=0, env="HIV", cells=(), data_seed=0,
+                      converged=True)
+
+
 def test_recorded_data_are_per_expert_streams_and_respect_termination():
     rng = np.random.default_rng(0)
     nets = TanhPolicies(rng.normal(size=(4, n_parameters(4, 16, 2))), 4, 16, 2)

@@ -1,6 +1,7 @@
 """Sharma et al. (2025) training runs: the data split of Sec. 4, the cache, Alg. 3's loop with
 public coins, the noise calibration under both readings, Sec. 6's evaluation, the run lists."""
 
+import dataclasses
 from functools import lru_cache
 
 import numpy as np
@@ -17,7 +18,8 @@ from dprl.experiments import sharma2025_training as st
 from dprl.sharma2025.accounting import dp_sgd_epsilon, selective_epsilon
 from dprl.sharma2025.dp_sgd import DPSGDConfig
 from dprl.sharma2025.evaluation import episode_returns, uniform_act
-from dprl.sharma2025.offline_rl import expert_transitions
+from dprl.sharma2025.offline_rl import expert_transitions, sample_uniform
+from dprl.sharma2025.qnetworks import frozen_copy
 from dprl.sharma2025.training import (Schedule, calibrated_noise, draw_coins, make_learner,
                                       train)
 from dprl.sharma2025.training_data import (cached_training_data, record_training_data,
@@ -167,6 +169,48 @@ def test_run_lists_follow_table3_and_skip_runs_identical_to_the_baseline():
     for experiment in ("cartpole", "acrobot", "lunarlander", "hiv"):
         runs = get(f"sharma2025-{experiment}-training").config("paper").runs
         assert len(set(runs)) == len(runs)
+
+
+def test_sgd_runs_take_algorithm_4s_plain_step():
+    """optimizer="sgd" is Alg. 4, line 9: phi <- phi - eta g, g the gradient of the batch's
+    mean loss against the initial target (computed here by autograd on a twin learner)."""
+    _, _, _, data = _cartpole()
+    deterministic_torch(1)
+
+    def fresh():
+        generator = torch_generator(np.random.default_rng(3))
+        return make_learner("CartPole", "CQL", generator), generator
+
+    after = {}
+    for name in ("sgd", "adam"):
+        learner, generator = fresh()
+        train(learner, data.pool.transitions, data.pool, np.zeros(1, dtype=bool),
+              DPSGDConfig(4, 1.0), 0.05, Schedule(1, checkpoints=1, eval_episodes=1),
+              "CartPole", generator, np.random.default_rng(4), optimizer=name)
+        after[name] = [p.detach().clone() for p in learner.parameters()]
+    twin, generator = fresh()
+    batch = sample_uniform(data.pool.transitions, 4, generator)
+    loss = twin.per_example_losses(batch, frozen_copy(twin.q)).mean()
+    grads = torch.autograd.grad(loss, list(twin.parameters()))
+    for new, old, grad in zip(after["sgd"], twin.parameters(), grads):
+        torch.testing.assert_close(new, old.detach() - 0.05 * grad, rtol=1e-6, atol=1e-7)
+    assert not all(torch.equal(a, b) for a, b in zip(after["sgd"], after["adam"]))
+    with pytest.raises(ValueError, match="optimizer"):
+        st.Run("CQL", "dpsgd", 1e-3, 64, optimizer="rmsprop")
+
+
+def test_sgd_experiments_pair_adams_runs():
+    """sharma2025-<env>-sgd: Fig. 3's non-private runs and the anchor cell of -long, each
+    with SGD and otherwise the same run."""
+    for env in ("CartPole", "Acrobot", "LunarLander", "HIV"):
+        runs = get(f"sharma2025-{env.lower()}-sgd").config("paper").runs
+        assert {run.optimizer for run in runs} == {"sgd"}
+        adam = [dataclasses.replace(run, optimizer="adam") for run in runs]
+        long = get(f"sharma2025-{env.lower()}-long").config("paper").runs
+        assert [r for r in adam if r.method == "nonprivate"] == st.nonprivate_runs(env)
+        assert [r for r in adam if r.method != "nonprivate"] == [
+            r for r in long if r.algorithm == st.ANCHORS.get(env) and r.noise_multiplier]
+    assert len(get("sharma2025-cartpole-sgd").config("paper").runs) == 9
 
 
 def test_run_and_config_reject_bad_input():

@@ -74,7 +74,8 @@ def measured_on(record: dict) -> str:
 
 #: Experiment-id endings that make a part of their own (:func:`part_of`): Sharma et al.'s
 #: longer runs, an extension beyond the book's capped setting (issue 28).
-EXTENSIONS = {"-long": "longer runs", "-sgd": "Alg. 4's SGD"}
+EXTENSIONS = {"-long": "longer runs", "-sgd": "Alg. 4's SGD",
+              "-converged": "experts trained to convergence"}
 
 
 def part_of(experiment_id: str) -> str:

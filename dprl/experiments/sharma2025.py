@@ -6,7 +6,10 @@ only source of randomness, so any setting's experts can be recomputed alone.
 
 - ``sharma2025-cartpole-experts``, ``sharma2025-acrobot-experts``: one-hidden-layer tanh
   networks trained by the noisy cross-entropy method on the vectorised twins, the 3 best of 4
-  runs per setting (:mod:`dprl.sharma2025.cem`).
+  runs per setting, each run stopped at a random budget (:mod:`dprl.sharma2025.cem`): the
+  book's weakened populations. ``sharma2025-<env>-experts-converged``: the 3 best of 8 runs
+  per setting, every run trained all 24 iterations, as App. B.1's fully trained agents are
+  (the experts chapter measures the convergence).
 - ``sharma2025-lunarlander-experts``: the 9 constants of Gymnasium's heuristic lander trained
   by the cross-entropy method from a generic prior, the 3 best candidates per setting
   (:mod:`dprl.sharma2025.lander_experts`); their default-environment returns are measured on
@@ -86,12 +89,20 @@ def classic_experts_trials(config: ClassicExpertsConfig,
     return {**out, **{f"setting_{name}": value for name, value in settings.items()}}
 
 
+def experts_id(env: str, converged: bool = False) -> str:
+    """The id of ``env``'s experts result: the book's first population, or (``converged``,
+    CartPole and Acrobot) the one trained to convergence."""
+    return f"sharma2025-{env.lower()}-experts" + ("-converged" if converged else "")
+
+
 def _classic(env: str, root_seed: int, cem: CEMSettings) -> Experiment:
     smoke = CEMSettings(**{**dataclasses.asdict(cem), "iterations": 3, "population": 6,
                            "elite": 2, "eval_episodes": 2, "horizon": 50})
+    converged = cem.budgets == "full"
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-experts",
-        title=f"Sharma et al. (2025), App. B.1: {env} experts (noisy CEM on 1000 variants)",
+        id=experts_id(env, converged),
+        title=f"Sharma et al. (2025), App. B.1: {env} experts (noisy CEM on 1000 variants"
+              + (", trained to convergence)" if converged else ")"),
         chapter="book/sharma2025/experts.ipynb",
         configs={"smoke": ClassicExpertsConfig(n_trials=10, root_seed=root_seed, batch_size=5,
                                                env=env, cem=smoke, stride=100),
@@ -102,15 +113,19 @@ def _classic(env: str, root_seed: int, cem: CEMSettings) -> Experiment:
 
 CARTPOLE_EXPERTS = _classic("CartPole", 2025, CEMSettings())
 ACROBOT_EXPERTS = _classic("Acrobot", 2026, CEMSettings())
+#: Trained to convergence (module docstring); their own root seeds.
+CONVERGED = CEMSettings(runs=8, iterations=24, budgets="full")
+CARTPOLE_EXPERTS_CONVERGED = _classic("CartPole", 2125, CONVERGED)
+ACROBOT_EXPERTS_CONVERGED = _classic("Acrobot", 2126, CONVERGED)
 
 
-@lru_cache(maxsize=4)
-def classic_experts(env: str, scale: str = "paper") -> TanhPolicies:
-    """The ``3 x n_settings`` experts of ``env`` (``"CartPole"`` or ``"Acrobot"``), setting by
-    setting: the committed result at paper scale (which must be current), recomputed at smoke
-    scale."""
+@lru_cache(maxsize=8)
+def classic_experts(env: str, scale: str = "paper", converged: bool = False) -> TanhPolicies:
+    """The ``3 x n_settings`` experts of ``env`` (``"CartPole"`` or ``"Acrobot"``; ``converged``:
+    trained to convergence), setting by setting: the committed result at paper scale (which
+    must be current), recomputed at smoke scale."""
     require_choice("env", env, TWINS)
-    experiment = CLASSIC[env]
+    experiment = CLASSIC[env, converged]
     parameters = result_arrays(experiment, scale)["parameters"]
     _, obs_dim, n_actions = TWINS[env]
     return TanhPolicies(parameters.reshape(-1, parameters.shape[-1]), obs_dim,
@@ -230,4 +245,6 @@ def hiv_experts(scale: str = "paper") -> HIVExperts:
                       rank, arrays["own_returns"][setting, candidate])
 
 
-CLASSIC = {"CartPole": CARTPOLE_EXPERTS, "Acrobot": ACROBOT_EXPERTS}
+CLASSIC = {("CartPole", False): CARTPOLE_EXPERTS, ("Acrobot", False): ACROBOT_EXPERTS,
+           ("CartPole", True): CARTPOLE_EXPERTS_CONVERGED,
+           ("Acrobot", True): ACROBOT_EXPERTS_CONVERGED}

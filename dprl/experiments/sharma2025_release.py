@@ -24,7 +24,8 @@ import numpy as np
 
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.envs.hiv import HIVTreatmentMDP
-from dprl.experiments.sharma2025 import TWINS, classic_experts, hiv_experts, lander_experts
+from dprl.experiments.sharma2025 import (TWINS, classic_experts, experts_id, hiv_experts,
+                                         lander_experts)
 from dprl.seeding import named_stream
 from dprl.sharma2025.datasets import ExpertData, record
 from dprl.sharma2025.demonstrations import Demonstrations, Recorder
@@ -41,7 +42,8 @@ _SUBSET_KEY = 2**31  # the data seed's stream of the public expert permutation
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReleaseConfig(TrialConfig):
-    """The environment, its release cells, and the data set (stated in the module)."""
+    """The environment, its release cells, and the data set (stated in the module);
+    ``converged``: the population trained to convergence (CartPole, Acrobot)."""
 
     env: str
     cells: tuple[Cell, ...]
@@ -50,6 +52,12 @@ class ReleaseConfig(TrialConfig):
     p_min: float = 0.02
     data_seed: int
     experts_scale: str = "paper"
+    converged: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.converged and self.env not in TWINS:
+            raise ValueError(f"converged populations exist for {sorted(TWINS)}, not {self.env!r}")
 
 
 def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
@@ -63,7 +71,7 @@ def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
                      picks: np.ndarray | None = None) -> ExpertData:
             return record(env, experts, index, per_expert, config.p_min, data_rng, picks)
 
-        return classic_experts(config.env, config.experts_scale), recorder
+        return classic_experts(config.env, config.experts_scale, config.converged), recorder
     if config.env == "LunarLander":
 
         def lander_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
@@ -123,26 +131,32 @@ def release_trials(config: ReleaseConfig,
 
 
 def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, ...],
-             root_seed: int, data_seed: int, horizon: int, n_releases: int = 20) -> Experiment:
+             root_seed: int, data_seed: int, horizon: int, n_releases: int = 20,
+             converged: bool = False) -> Experiment:
+    common = dict(env=env, horizon=horizon, data_seed=data_seed, converged=converged)
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-release",
-        title=f"Sharma et al. (2025), Alg. 2: released stable prefixes, {env}",
+        id=f"sharma2025-{env.lower()}-release" + ("-converged" if converged else ""),
+        title=f"Sharma et al. (2025), Alg. 2: released stable prefixes, {env}"
+              + (", experts trained to convergence" if converged else ""),
         chapter="book/sharma2025/data-release.ipynb",
-        configs={"smoke": ReleaseConfig(n_trials=2, root_seed=root_seed, batch_size=1, env=env,
-                                        cells=smoke_cells, horizon=horizon,
-                                        data_seed=data_seed, experts_scale="smoke"),
+        configs={"smoke": ReleaseConfig(n_trials=2, root_seed=root_seed, batch_size=1,
+                                        cells=smoke_cells, experts_scale="smoke", **common),
                  "paper": ReleaseConfig(n_trials=n_releases, root_seed=root_seed, batch_size=5,
-                                        env=env, cells=paper_cells, horizon=horizon,
-                                        data_seed=data_seed)},
-        run_trials=release_trials, after=(f"sharma2025-{env.lower()}-experts",)))
+                                        cells=paper_cells, **common)},
+        run_trials=release_trials, after=(experts_id(env, converged),)))
 
 
 B3 = "appendix_b3"
-CARTPOLE_RELEASE = _release("CartPole", ((7.5, 3000, B3), (10.0, 3000, B3)),
-                            ((10.0, 30, B3),), 52, 51, 200)
-ACROBOT_RELEASE = _release(
-    "Acrobot", tuple((eps, m, B3) for eps in (5.0, 7.5, 10.0) for m in (1000, 2000, 3000)),
-    ((10.0, 30, B3), (10.0, 20, B3)), 62, 61, 200)
+#: CartPole and Acrobot on the book's first populations and (``-converged``, the same cells,
+#: releases and data seeds) on the populations trained to convergence.
+CARTPOLE_RELEASE, CARTPOLE_RELEASE_CONVERGED = (
+    _release("CartPole", ((7.5, 3000, B3), (10.0, 3000, B3)), ((10.0, 30, B3),), 52, 51, 200,
+             converged=converged) for converged in (False, True))
+ACROBOT_RELEASE, ACROBOT_RELEASE_CONVERGED = (
+    _release("Acrobot",
+             tuple((eps, m, B3) for eps in (5.0, 7.5, 10.0) for m in (1000, 2000, 3000)),
+             ((10.0, 30, B3), (10.0, 20, B3)), 62, 61, 200, converged=converged)
+    for converged in (False, True))
 #: LunarLander trajectories are cut at 500 steps (the paper gives no length): most App. B.1
 #: experts' episodes end by then (the share is printed in the experts chapter), and recording
 #: costs about the same as at Gymnasium's 1000.
