@@ -72,8 +72,8 @@ def measured_on(record: dict) -> str:
     return "unrecorded" if cpu is None else f"{cpu['vendor']} {cpu['model']}"
 
 
-#: Experiment-id endings that make a part of their own (:func:`part_of`): Sharma et al.'s
-#: longer runs, an extension beyond the book's capped setting (issue 28).
+#: Experiment-id endings that make a part of their own (:func:`part_of`): extensions of
+#: Sharma et al. beyond the book's capped setting (issue 28) and its first populations (issue 40).
 EXTENSIONS = {"-long": "longer runs", "-sgd": "Alg. 4's SGD",
               "-converged": "experts trained to convergence"}
 

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.experiments.sharma2025 import (TWINS, classic_experts, experts_id, hiv_experts,
                                          lander_experts)
-from dprl.seeding import named_stream
+from dprl.seeding import named_stream, trial_index
+from dprl.sharma2025.agreement import PREFIX_LENGTHS, prefix_agreement
 from dprl.sharma2025.datasets import ExpertData, record
 from dprl.sharma2025.demonstrations import Demonstrations, Recorder
 from dprl.sharma2025.experts import ExpertPopulation
@@ -130,12 +131,17 @@ def release_trials(config: ReleaseConfig,
     return out
 
 
+def release_id(env: str, converged: bool = False) -> str:
+    """The id of ``env``'s release result (``converged``: on the converged population)."""
+    return f"sharma2025-{env.lower()}-release" + ("-converged" if converged else "")
+
+
 def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, ...],
              root_seed: int, data_seed: int, horizon: int, n_releases: int = 20,
              converged: bool = False) -> Experiment:
     common = dict(env=env, horizon=horizon, data_seed=data_seed, converged=converged)
     return register(Experiment(
-        id=f"sharma2025-{env.lower()}-release" + ("-converged" if converged else ""),
+        id=release_id(env, converged),
         title=f"Sharma et al. (2025), Alg. 2: released stable prefixes, {env}"
               + (", experts trained to convergence" if converged else ""),
         chapter="book/sharma2025/data-release.ipynb",
@@ -167,3 +173,62 @@ S6 = "section6"
 HIV_RELEASE = _release("HIV", ((7.5, 3000, B3), (10.0, 3000, B3), (7.5, 3000, S6),
                                (10.0, 3000, S6)), ((10.0, 6, B3), (10.0, 6, S6)), 82, 81, 50,
                        n_releases=10)
+
+
+# --- what the populations agree on ---------------------------------------------------------
+
+#: A population: the environment and whether it is the one trained to convergence.
+Population = tuple[str, bool]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AgreementConfig(TrialConfig):
+    """Trial ``i`` measures population ``populations[i]`` on ``n_trajectories`` trajectories
+    drawn from its release data set of ``m`` experts (the release config at ``release_scale``),
+    at the prefix lengths ``lengths``."""
+
+    populations: tuple[Population, ...]
+    m: int
+    n_trajectories: int
+    lengths: tuple[int, ...] = PREFIX_LENGTHS
+    release_scale: str = "paper"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_trials != len(self.populations):
+            raise ValueError(f"n_trials must equal the {len(self.populations)} populations")
+
+
+def agreement_trials(config: AgreementConfig,
+                     rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial: the sampled trajectories (sorted indices into the data set) and their
+    :func:`~dprl.sharma2025.agreement.prefix_agreement` ``(n_trajectories, len(lengths))``."""
+    out: dict[str, list[np.ndarray]] = {"trajectories": [], "agreement": []}
+    for rng in rngs:
+        env, converged = config.populations[trial_index(rng)]
+        release = get(release_id(env, converged)).config(config.release_scale)
+        experts, recorder = population(release)
+        data = Demonstrations(experts, members(experts.n_experts, config.m, release.data_seed),
+                              release.per_expert, release.p_min, recorder)
+        sample = np.sort(rng.choice(data.n_trajectories, config.n_trajectories, replace=False))
+        out["trajectories"].append(sample)
+        out["agreement"].append(prefix_agreement(data, sample, config.lengths))
+    return {name: np.stack(values) for name, values in out.items()}
+
+
+#: The populations measured, in trial order.
+AGREEMENT_POPULATIONS = tuple((env, converged) for env in ("CartPole", "Acrobot")
+                              for converged in (False, True))
+AGREEMENT = register(Experiment(
+    id="sharma2025-agreement",
+    title="Sharma et al. (2025), Alg. 1: what the expert populations agree on (prefixes of "
+          "recorded trajectories)",
+    chapter="book/sharma2025/experts.ipynb",
+    configs={"smoke": AgreementConfig(n_trials=len(AGREEMENT_POPULATIONS), root_seed=91,
+                                      batch_size=2, populations=AGREEMENT_POPULATIONS, m=20,
+                                      n_trajectories=10, release_scale="smoke"),
+             "paper": AgreementConfig(n_trials=len(AGREEMENT_POPULATIONS), root_seed=91,
+                                      batch_size=1, populations=AGREEMENT_POPULATIONS,
+                                      m=3000, n_trajectories=400)},
+    run_trials=agreement_trials,
+    after=tuple(experts_id(env, converged) for env, converged in AGREEMENT_POPULATIONS)))

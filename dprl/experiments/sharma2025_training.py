@@ -24,7 +24,7 @@ import numpy as np
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
 from dprl.experiments.sharma2025 import result_arrays
-from dprl.experiments.sharma2025_release import members, population
+from dprl.experiments.sharma2025_release import members, population, release_id
 from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
@@ -128,16 +128,12 @@ class TrainingConfig(TrialConfig):
                         self.checkpoints, self.eval_episodes, self.eval_window)
 
 
-def _release_id(env: str) -> str:
-    return f"sharma2025-{env.lower()}-release"
-
-
 @lru_cache(maxsize=2)
 def training_data(env: str, release_scale: str, m: int) -> TrainingData:
     """All trajectories of the first ``m`` members of ``env``'s release data (cached)."""
     from dprl.sharma2025.training_data import cached_training_data, record_training_data
 
-    config = get(_release_id(env)).config(release_scale)
+    config = get(release_id(env)).config(release_scale)
     experts, recorder = population(config)
     chosen = members(experts.n_experts, m, config.data_seed)
     experts_sidecar = result_paths(f"sharma2025-{env.lower()}-experts", "paper")[1]
@@ -164,7 +160,7 @@ def run_budget(env: str, run: Run, release_scale: str = "paper"
     split = appendix_b3_split(env, run.eps, run.m, run.split)
     if split.n_queries is None:
         return split.eps2, split.delta2, None
-    cells = [tuple(cell) for cell in get(_release_id(env)).config(release_scale).cells]
+    cells = [tuple(cell) for cell in get(release_id(env)).config(release_scale).cells]
     return split.eps2, split.delta2, cells.index((run.eps, run.m, run.split))
 
 
@@ -172,7 +168,7 @@ def run_budget(env: str, run: Run, release_scale: str = "paper"
 def _release_arrays(env: str, release_scale: str) -> dict[str, np.ndarray]:
     """The releases of ``sharma2025-<env>-release`` (:func:`~dprl.experiments.sharma2025.
     result_arrays`: committed at paper scale, computed at smoke scale)."""
-    return result_arrays(get(_release_id(env)), release_scale)
+    return result_arrays(get(release_id(env)), release_scale)
 
 
 def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
@@ -349,7 +345,7 @@ def figure4_runs(seeds: Sequence[int] = SEEDS) -> list[Run]:
 def smoke_runs(env: str) -> tuple[Run, ...]:
     """Every algorithm and method once, at the smoke release's first cell (eps 10, a few
     experts); ours with p = 0.5 (Acrobot: 0, its split leaving nothing for DP-SGD)."""
-    eps, m, split = get(_release_id(env)).configs["smoke"].cells[0]
+    eps, m, split = get(release_id(env)).configs["smoke"].cells[0]
     p = 0.0 if env == "Acrobot" else 0.5
     return tuple(Run(algorithm, method, 1e-3, 4, m=m,
                      **({} if method == "nonprivate" else dict(eps=eps)),
@@ -381,7 +377,7 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
         # the population (curves and training), the releases (ours) and the step cap the
         # curves choose (training)
         after=(f"sharma2025-{env.lower()}-experts",) + (() if kind == "curves" else (
-            _release_id(env), f"sharma2025-{env.lower()}-curves"))))
+            release_id(env), f"sharma2025-{env.lower()}-curves"))))
 
 
 def nonprivate_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
@@ -465,7 +461,7 @@ def _windowed(env: str, kind: str, title: str, runs: Sequence[Run], root_seed: i
     """``sharma2025-<env>-<kind>``: ``runs``, each evaluated at 10 checkpoints over its last
     ``window`` steps (App. B.3's :data:`LAST_STEPS`)."""
     runs = tuple(runs)
-    eps, m, split = get(_release_id(env)).configs["smoke"].cells[0]
+    eps, m, split = get(release_id(env)).configs["smoke"].cells[0]
     smoke = (Run("CQL", "dpsgd", 1e-3, 4, eps=eps, m=m, noise_multiplier=2.0),
              Run("CQL", "ours", 1e-3, 4, eps=eps, m=m, split=split,
                  p=0.0 if env == "Acrobot" else 0.5, steps=200))
@@ -485,7 +481,7 @@ def _windowed(env: str, kind: str, title: str, runs: Sequence[Run], root_seed: i
                                          checkpoints=10,
                                          eval_window=window)},
         run_trials=training_trials,
-        after=(f"sharma2025-{env.lower()}-experts", _release_id(env),
+        after=(f"sharma2025-{env.lower()}-experts", release_id(env),
                f"sharma2025-{env.lower()}-curves")))
 
 
