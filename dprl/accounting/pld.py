@@ -240,3 +240,74 @@ def poisson_gaussian_or_idle_epsilon(noise_multiplier: float, sampling_rate: flo
                                                    delta)
     return _composed_epsilon([_with_idle_steps(pmf, p) for pmf in _step_pmfs(noise, rate)],
                              noise, rate, steps, delta, through_identity=False)
+
+
+def _profiles(noise: float, rate: float, epsilons: np.ndarray) -> np.ndarray:
+    """``(2, n)``: the exact hockey-stick divergences ``H_{e^eps}(P || Q)`` of dp-accounting's
+    remove pair ``(P, Q) = ((1 - q) N(0, s^2) + q N(1, s^2), N(0, s^2))`` and of its add pair
+    (the reverse order) at ``epsilons``."""
+    return np.stack([np.asarray(privacy_loss_mechanism.GaussianPrivacyLoss(
+        noise, sampling_prob=rate, adjacency_type=adjacency).get_delta_for_epsilon(epsilons))
+        for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
+                          privacy_loss_mechanism.AdjacencyType.ADD)])
+
+
+def replace_one_profile(noise_multiplier: float, sampling_rate: float,
+                        epsilons: np.ndarray) -> np.ndarray:
+    """The privacy profile ``delta(eps)`` of one Gaussian step on one record drawn uniformly
+    from ``n = 1 / sampling_rate`` without replacement, replace-one neighbours (noise over
+    the replace-one sensitivity: ``noise_multiplier``): ``max(delta_remove, delta_add)``
+    at every eps, the profile of Dong, Roth & Su's (2022, Thm. 4.2) ``C_q(G_{1/s}) =
+    min{f_q, f_q^{-1}}**`` with ``f_q = q G_{1/s} + (1 - q) Id``.
+
+    Why it bounds every neighbouring pair (derived in the Xie privacy chapter): the outputs
+    are ``A = (1 - q) R + q N(g, .)`` and ``B = (1 - q) R + q N(g', .)``, ``R`` the other
+    records' mixture, ``|g - g'| <= 1``; advanced joint convexity (Balle et al. 2018, Thm. 2)
+    bounds ``H_a(A || B)`` and ``H_a(B || A)`` by the remove pair's ``H_a`` for ``a >= 1``,
+    hence ``H_a(A || B)`` by the add pair's for ``a < 1``. Which order is the worse one
+    depends on ``R``, which the data can change from step to step, so the two orders must
+    not be composed separately: the symmetric profile is composed."""
+    noise = require_positive("noise_multiplier", noise_multiplier)
+    rate = require_probability("sampling_rate", sampling_rate, open_low=True)
+    eps = np.asarray(epsilons, dtype=float)
+    if eps.ndim != 1 or not eps.size or np.any(np.diff(eps) < 0) or not np.isfinite(eps).all():
+        raise ValueError("epsilons must be a non-empty, finite, non-decreasing 1-D array")
+    return _profiles(noise, rate, eps).max(axis=0)
+
+
+@lru_cache(maxsize=8)
+def _replace_one_step_pmf(noise: float, rate: float) -> pld_pmf.PLDPmf:
+    """One step's symmetric PLD (:func:`replace_one_profile`) by pessimistic
+    connect-the-dots (Doroshenko et al. 2022, Alg. 1) on the union of dp-accounting's remove
+    and add loss ranges at its grid: a PLD whose profile dominates ``C_q(G_{1/s})``'s."""
+    lower, upper = math.inf, -math.inf
+    for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
+                      privacy_loss_mechanism.AdjacencyType.ADD):
+        bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
+            noise, sampling_prob=rate, adjacency_type=adjacency).connect_dots_bounds()
+        lower = min(lower, math.floor(bounds.epsilon_lower / _DISCRETIZATION))
+        upper = max(upper, math.ceil(bounds.epsilon_upper / _DISCRETIZATION))
+    if upper - lower + 1 > MAX_STEP_BINS:
+        raise PLDOutOfReachError(
+            f"noise_multiplier = {noise!r} is too small for the PLD accountant at "
+            f"sampling_rate = {rate!r}: one step's PLD would have {upper - lower + 1} grid "
+            f"points (limit {MAX_STEP_BINS})")
+    deltas = _profiles(noise, rate, np.arange(lower, upper + 1) * _DISCRETIZATION).max(axis=0)
+    return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(_DISCRETIZATION, lower, upper,
+                                                                  deltas)
+
+
+def replace_one_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
+                                 delta: float) -> float:
+    """eps at ``delta`` of ``steps`` adaptive Gaussian steps, each on one record drawn
+    uniformly without replacement from ``1 / sampling_rate`` records, replace-one neighbours
+    (Xie et al. 2019's GPOPE; noise over the replace-one sensitivity): the symmetric
+    per-step PLD of :func:`replace_one_profile` self-composed (f-DP composition, Dong, Roth
+    & Su 2022, Thm. 3.2) by dp-accounting. A sound bound, never below the
+    Poisson-subsampled eps of :func:`poisson_gaussian_epsilon` at the same noise and rate
+    (which composes each order separately). The limits and errors of
+    :func:`poisson_gaussian_epsilon` apply."""
+    noise, rate, steps, delta = _checked_arguments(noise_multiplier, sampling_rate, steps,
+                                                   delta)
+    return _composed_epsilon([_replace_one_step_pmf(noise, rate)], noise, rate, steps, delta,
+                             through_identity=False)

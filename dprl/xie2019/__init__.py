@@ -19,7 +19,8 @@ from dprl.xie2019.privacy import (CALIBRATIONS, RELATION_PARAMETERS, Calibration
                                   dp_accounting_epsilon,
                                   dp_accounting_sigma, exact_log_moment, gpope_delta,
                                   gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
-                                  lemma1_sigma, paper_pair_epsilon, relation_signs,
+                                  lemma1_sigma, paper_pair_epsilon, pld_epsilon, pld_sigma,
+                                  relation_signs,
                                   theorem1_constant, theorem1_premise, tightest_epsilon,
                                   tightest_sigma)
 
@@ -44,6 +45,8 @@ __all__ = [
     "lemma1_log_moment",
     "lemma1_sigma",
     "paper_pair_epsilon",
+    "pld_epsilon",
+    "pld_sigma",
     "lstd",
     "prepare",
     "primal_dual_descent",
