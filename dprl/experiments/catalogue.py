@@ -4,6 +4,7 @@ import dprl.experiments.primer  # noqa: F401
 import dprl.experiments.balle2016  # noqa: F401
 import dprl.experiments.xie2019  # noqa: F401
 import dprl.experiments.xie2019_theory  # noqa: F401
+import dprl.experiments.xie2019_calibration  # noqa: F401
 import dprl.experiments.mountain_car  # noqa: F401
 import dprl.experiments.hiv_policy  # noqa: F401
 import dprl.experiments.hiv  # noqa: F401
