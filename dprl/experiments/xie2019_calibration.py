@@ -3,8 +3,10 @@ Thm. 4; the PLD is beyond the paper: :func:`dprl.xie2019.pld_sigma`).
 
 Trial ``i`` takes setting ``settings[i] = (eps, N, m)`` at ``delta``: the paper's sigma
 (Lemma 1, sensitivity ``h``), RDP's (WBK Thm. 27, replace-one, ``2h``) and the PLD's, the eps
-the PLD certifies for the RDP and the paper's sigma, and the PLD's and RDP's eps along
-``curve_factors`` times the RDP sigma. Deterministic (no draw); NaN where the PLD is out of
+the PLD certifies for the RDP and the paper's sigma, and along ``curve_factors`` times the
+RDP sigma the eps of the PLD, of RDP and of dp-accounting's Poisson PLD at the same rate
+``1/m`` (its two orders composed separately: what composing GPOPE's orders separately would
+claim, which is not sound here). Deterministic (no draw); NaN where the PLD is out of
 reach (:class:`~dprl.accounting.pld.PLDOutOfReachError`).
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dprl.accounting.pld import PLDOutOfReachError
+from dprl.accounting.pld import PLDOutOfReachError, poisson_gaussian_epsilon
 from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.seeding import trial_index
 from dprl.xie2019 import lemma1_sigma, pld_epsilon, pld_sigma, tightest_epsilon, tightest_sigma
@@ -49,7 +51,7 @@ def calibration_trials(config: CalibrationConfig,
                        rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
     """Per trial (module docstring): ``paper``, ``rdp`` and ``pld`` sigma,
     ``pld_eps_of_rdp``, ``pld_eps_of_paper``, ``rdp_eps_of_paper``, and the curves
-    ``curve_sigma``, ``curve_pld_eps``, ``curve_rdp_eps``."""
+    ``curve_sigma``, ``curve_pld_eps``, ``curve_rdp_eps``, ``curve_poisson_eps``."""
     out: dict[str, list] = {}
     for rng in rngs:
         eps, n, m = config.settings[trial_index(rng)]
@@ -63,7 +65,9 @@ def calibration_trials(config: CalibrationConfig,
                   "rdp_eps_of_paper": tightest_epsilon(paper, d, n, m),
                   "curve_sigma": curve,
                   "curve_pld_eps": [_or_nan(lambda s=s: pld_epsilon(s, d, n, m)) for s in curve],
-                  "curve_rdp_eps": [tightest_epsilon(s, d, n, m) for s in curve]}
+                  "curve_rdp_eps": [tightest_epsilon(s, d, n, m) for s in curve],
+                  "curve_poisson_eps": [_or_nan(lambda s=s: poisson_gaussian_epsilon(
+                      s / 2, 1 / m, n, d)) for s in curve]}
         for name, value in values.items():
             out.setdefault(name, []).append(value)
     return {name: np.asarray(value, dtype=float) for name, value in out.items()}
