@@ -70,6 +70,8 @@ STYLES: dict[str, Look] = {
     "theta = 0": Look(GREY, "", LOOSE_DOTS),
     "dprl RDP": Look(BLUE, "h"), "dp-accounting RDP": Look(ORANGE, "d", "--"),
     "dp-accounting PLD": Look(GREEN, "p"), "moments accountant": Look(VERMILLION, "d", ":"),
+    # GPOPE's symmetrised replace-one PLD, and Poisson's orders composed apart (not sound there)
+    "symmetrised PLD": Look(PURPLE, "*"), "Poisson PLD, orders apart": Look(SKY, "P", "--"),
     # Xie et al. (2019), Sec. 6: step-size schedules of the exact recursion
     "constant step": Look(VERMILLION, "^"), "diminishing step": Look(BLUE, "p"),
     # Sharma et al. (2025)

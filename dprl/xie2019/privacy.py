@@ -43,7 +43,8 @@ from dprl.accounting import (poisson_subsampled_gaussian_rdp, rdp_to_delta, rdp_
                              sampled_without_replacement_gaussian_rdp,
                              sampled_without_replacement_gaussian_rdp_tight,
                              self_compose_rdp, smallest_sufficient_scale)
-from dprl.accounting.pld import poisson_gaussian_epsilon, replace_one_gaussian_epsilon
+from dprl.accounting.pld import (PLDOutOfReachError, poisson_gaussian_epsilon,
+                                 replace_one_gaussian_epsilon)
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive)
 
 #: Integer Renyi orders for GPOPE: every order 2..256 (the optimum for eps = 0.1, delta = 1e-5
@@ -205,11 +206,20 @@ def pld_sigma(eps: float, delta: float, n_iterations: int, m: int,
               sensitivity: float = 2.0, rtol: float = 1e-4) -> float:
     """The smallest ``sigma`` (to ``rtol``) with :func:`pld_epsilon` ``<= eps``: GPOPE's
     noise for ``(eps, delta)``-DP by the sound PLD, searched from the RDP sigma down
-    (cached; each evaluation composes a PLD, about a second)."""
+    (cached; each evaluation composes a PLD, about a second). A sigma too small for the
+    PLD's grid (:class:`~dprl.accounting.pld.PLDOutOfReachError`) counts as exceeding
+    ``eps``: the search can only return more noise for it, never less."""
     eps = require_epsilon(eps)
+
+    def epsilon(s: float) -> float:
+        try:
+            return pld_epsilon(s, delta, n_iterations, m, sensitivity)
+        except PLDOutOfReachError:
+            return math.inf
+
     return smallest_sufficient_scale(
-        lambda s: pld_epsilon(s, delta, n_iterations, m, sensitivity), eps,
-        initial=tightest_sigma(eps, delta, n_iterations, m, sensitivity), rtol=rtol)
+        epsilon, eps, initial=tightest_sigma(eps, delta, n_iterations, m, sensitivity),
+        rtol=rtol)
 
 
 @dataclasses.dataclass(frozen=True)
