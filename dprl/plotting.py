@@ -72,6 +72,8 @@ STYLES: dict[str, Look] = {
     "dp-accounting PLD": Look(GREEN, "p"), "moments accountant": Look(VERMILLION, "d", ":"),
     # GPOPE's symmetrised replace-one PLD, and Poisson's orders composed apart (not sound there)
     "symmetrised PLD": Look(PURPLE, "*"), "Poisson PLD, orders apart": Look(SKY, "P", "--"),
+    # Sharma's first expert populations, each run stopped at a random budget (issue 40)
+    "experts, random budgets": Look(BLUE, "", "--"),
     # Xie et al. (2019), Sec. 6: step-size schedules of the exact recursion
     "constant step": Look(VERMILLION, "^"), "diminishing step": Look(BLUE, "p"),
     # Sharma et al. (2025)

@@ -61,3 +61,23 @@ def test_tuned_steps_must_give_one_step_per_calibration_and_gtd2():
                      trial_generators(0, 1))
     with pytest.raises(ValueError, match="m_fixed"):
         chain_trials(dataclasses.replace(smoke, m_fixed=300), trial_generators(0, 1))
+
+
+def test_the_pld_calibrations_cover_every_setting_the_xie_chapters_run():
+    """xie2019-theorem4-pld holds (eps, N, m) for every GPOPE setting of the chain, HIV and
+    Mountain Car experiments (N = epochs m), so chapters look its PLD numbers up."""
+    from dprl.experiments.registry import get
+    from dprl.experiments.xie2019_calibration import SETTINGS
+
+    wanted = set()
+    for eid in ("xie2019-chain", "xie2019-hiv", "xie2019-hiv-large", "xie2019-mountain-car",
+                "xie2019-mountain-car-large"):
+        config = get(eid).config("paper")
+        levels = getattr(config, "eps_levels", None) or (config.eps,)
+        if eid == "xie2019-chain":
+            levels = (config.eps,)
+        wanted |= {(float(eps), round(config.epochs * m), m) for eps in levels
+                   for m in config.batch_sizes}
+    panel = get("xie2019-mountain-car-n-panel").config("paper")
+    wanted |= {(panel.eps, round(f * panel.m_fixed), panel.m_fixed) for f in panel.panel_epochs}
+    assert wanted <= set(SETTINGS), sorted(wanted - set(SETTINGS))

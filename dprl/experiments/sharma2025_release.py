@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -173,6 +173,13 @@ S6 = "section6"
 HIV_RELEASE = _release("HIV", ((7.5, 3000, B3), (10.0, 3000, B3), (7.5, 3000, S6),
                                (10.0, 3000, S6)), ((10.0, 6, B3), (10.0, 6, S6)), 82, 81, 50,
                        n_releases=10)
+
+
+def stable_transitions(arrays: Mapping[str, np.ndarray], cell: int) -> np.ndarray:
+    """``|D_stable|`` of every release of ``cell`` in a release result's ``arrays``: the sum of
+    the released prefix lengths ``k`` over its queried trajectories, ``(n_releases,)``."""
+    k = np.asarray(arrays["prefix_length"])[:, cell]
+    return np.where(k >= 0, k, 0).sum(axis=1)
 
 
 # --- what the populations agree on ---------------------------------------------------------

@@ -75,10 +75,32 @@ def calibration_trials(config: CalibrationConfig,
 
 #: The settings of the privacy chapter's table: the chain and Mountain Car (eps = 0.1,
 #: N = m and N = 10 m), HIV (eps = 10, N = 10 m) and the audit's (eps = 1, N = m = 100).
-SETTINGS: tuple[Setting, ...] = (
+TABLE_SETTINGS: tuple[Setting, ...] = (
     (0.1, 100, 100), (0.1, 300, 300), (0.1, 1000, 1000), (0.1, 10_000, 10_000),
     (0.1, 100_000, 100_000), (0.1, 10_000, 1000), (0.1, 100_000, 10_000), (10.0, 1000, 100),
     (10.0, 4000, 400), (1.0, 100, 100))
+#: Every other setting the Xie chapters run: the chain (eps = 0.1, N = m), HIV (eps = 1, 3,
+#: 10; N = 10 m), Mountain Car (eps = 0.1, 1, 10; N = m) and its N panel (eps = 10,
+#: m = 1000, N = 1, 3, 10, 30 m); a test checks them against the experiments' configs.
+CHAPTER_SETTINGS: tuple[Setting, ...] = tuple(dict.fromkeys(
+    [(0.1, m, m) for m in (100, 316, 1000, 3162, 10_000, 31_623, 100_000)]
+    + [(eps, 10 * m, m) for eps in (1.0, 3.0, 10.0)
+       for m in (50, 100, 200, 400, 1000, 3000, 10_000)]
+    + [(eps, m, m) for eps in (0.1, 1.0, 10.0) for m in (1000, 3162, 10_000, 31_623, 100_000)]
+    + [(10.0, round(factor * 1000), 1000) for factor in (1, 3, 10, 30)]))
+SETTINGS: tuple[Setting, ...] = TABLE_SETTINGS + tuple(
+    s for s in CHAPTER_SETTINGS if s not in TABLE_SETTINGS)
+
+
+def calibration_at(result, eps: float, n_iterations: int, m: int) -> dict[str, object]:
+    """The arrays of a loaded ``xie2019-theorem4-pld`` result at one setting, by name."""
+    settings = [tuple(s) for s in result.config["settings"]]
+    key = (float(eps), int(n_iterations), int(m))
+    if key not in settings:
+        raise ValueError(f"setting (eps, N, m) = {key} is not in xie2019-theorem4-pld")
+    i = settings.index(key)
+    return {name: value[i] for name, value in result.arrays.items()}
+
 
 PLD_CALIBRATION = register(Experiment(
     id="xie2019-theorem4-pld",
