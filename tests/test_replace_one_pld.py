@@ -106,3 +106,15 @@ def test_gpope_pld_calibration_is_sound_and_below_rdp():
     assert calibrated_sigma("pld", eps, delta, n, m) == sigma
     assert pld_epsilon(sigma / 2, delta, n, m, sensitivity=1.0) == pytest.approx(
         pld_epsilon(sigma, delta, n, m), abs=1e-12)
+
+
+def test_calibration_lookup_names_a_missing_setting():
+    from dprl.experiments.xie2019_calibration import calibration_at
+
+    class Result:
+        config = {"settings": [[0.1, 100, 100]]}
+        arrays = {"pld": np.array([6.99])}
+
+    assert calibration_at(Result, 0.1, 100, 100) == {"pld": 6.99}
+    with pytest.raises(ValueError, match="not in xie2019-theorem4-pld"):
+        calibration_at(Result, 1.0, 100, 100)

@@ -49,3 +49,11 @@ def test_agreement_rejects_bad_input():
         prefix_agreement(data, [0], (0,))
     with pytest.raises(ValueError, match="lengths"):
         prefix_agreement(data, [0], ())
+
+
+def test_stable_transitions_sum_the_released_prefixes_of_queried_trajectories():
+    from dprl.experiments.sharma2025_release import stable_transitions
+
+    prefix = np.array([[[3, 0, -1], [5, 5, 5]], [[-1, -1, -1], [0, 2, -1]]])  # (releases, cells, T)
+    assert stable_transitions({"prefix_length": prefix}, 0).tolist() == [3, 0]
+    assert stable_transitions({"prefix_length": prefix}, 1).tolist() == [15, 2]
