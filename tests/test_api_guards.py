@@ -54,3 +54,32 @@ def test_a_table_decides_each_column_s_alignment_once_per_rendering(monkeypatch)
     table.text()
     table._repr_html_()
     assert calls == [0, 1, 0, 1]
+
+
+def test_pmf_pair_epsilon_refuses_what_it_cannot_do_and_keeps_its_bits():
+    """Log-PMFs that are not distributions, a discretization <= 0, one too fine or too many
+    compositions are refused at once (they answered 9.16, 0, hung or asked for 28 GiB); the
+    answers otherwise equal dp-accounting's own composition of the two orders bit for bit."""
+    import math
+
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    from dprl.accounting.pld import PLDOutOfReachError, pmf_pair_epsilon
+
+    a, b = {0: math.log(0.6), 1: math.log(0.4)}, {0: math.log(0.3), 1: math.log(0.7)}
+    with pytest.raises(ValueError, match="log_pmf_a"):
+        pmf_pair_epsilon({0: 0.0, 1: 0.0}, b, 10, 1e-5)
+    with pytest.raises(ValueError, match="log_pmf_b"):
+        pmf_pair_epsilon(a, {}, 10, 1e-5)
+    with pytest.raises(ValueError, match="discretization"):
+        pmf_pair_epsilon(a, b, 10, 1e-5, discretization=-1)
+    with pytest.raises(PLDOutOfReachError, match="discretization"):
+        pmf_pair_epsilon(a, b, 10, 1e-5, discretization=1e-12)
+    for compositions in (10**6, 10**12):
+        with pytest.raises(PLDOutOfReachError, match="compositions"):
+            pmf_pair_epsilon(a, b, compositions, 1e-5)
+    for n, pessimistic in ((1, True), (30, True), (30, False)):
+        direct = max(float(pld_lib.from_two_probability_mass_functions(
+            lower, upper, pessimistic_estimate=pessimistic, symmetric=False)
+            .self_compose(n).get_epsilon_for_delta(1e-5)) for lower, upper in ((a, b), (b, a)))
+        assert pmf_pair_epsilon(a, b, n, 1e-5, pessimistic=pessimistic) == direct

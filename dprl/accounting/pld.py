@@ -180,12 +180,13 @@ def _composed_bins(pmf: pld_pmf.PLDPmf, steps: int) -> int:
     """Length of the FFT of dp-accounting's self-convolution of ``pmf`` (its size when it
     stays sparse), from its Chernoff truncation bounds as ``common.self_convolve`` computes
     them; where the trivial bound ``(size - 1) steps + 1`` is within the (power-of-two)
-    limit, that bound, which the FFT's length then does not exceed either."""
+    limit, that bound, which the FFT's length then does not exceed either (``size`` is the
+    dense grid's: a sparse PMF is made dense first)."""
     if not _goes_dense(pmf, steps):
         return pmf.size
-    if (pmf.size - 1) * steps + 1 <= MAX_COMPOSED_BINS:
-        return (pmf.size - 1) * steps + 1
-    probs = pmf.to_dense_pmf()._probs
+    probs = pmf.to_dense_pmf()._probs             # a sparse PMF spans its dense grid
+    if (len(probs) - 1) * steps + 1 <= MAX_COMPOSED_BINS:
+        return (len(probs) - 1) * steps + 1
     lower, upper = common.compute_self_convolve_bounds(probs, steps, _TAIL_MASS)
     length = max(upper - lower + 1, len(probs))
     return length if length > MAX_COMPOSED_BINS else fft.next_fast_len(length)
@@ -205,13 +206,45 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
     """eps at ``delta`` of ``compositions`` independent uses of a mechanism whose outputs on
     two neighbours have the probability mass functions ``a`` and ``b`` (log probabilities by
     outcome), both orders (the larger eps): dp-accounting's PLD of two PMFs, self-composed.
-    ``pessimistic=False`` rounds the privacy loss down (a lower bound on eps)."""
-    return max(float(pld_lib.from_two_probability_mass_functions(
+    ``pessimistic=False`` rounds the privacy loss down (a lower bound on eps). Each log-PMF
+    must sum to 1 (to 1e-9); the work is bounded as :func:`poisson_gaussian_epsilon`'s (a
+    :class:`PLDOutOfReachError` naming ``discretization`` or ``compositions`` beyond it)."""
+    compositions, delta = require_int("compositions", compositions), require_delta(delta)
+    discretization = require_positive("discretization", discretization)
+    for name, pmf in (("log_pmf_a", log_pmf_a), ("log_pmf_b", log_pmf_b)):
+        _require_log_pmf(name, pmf)
+    pmfs = [pld_lib.from_two_probability_mass_functions(
         lower, upper, pessimistic_estimate=pessimistic,
-        value_discretization_interval=discretization, symmetric=False)
-        .self_compose(require_int("compositions", compositions))
-        .get_epsilon_for_delta(require_delta(delta)))
-        for lower, upper in ((log_pmf_a, log_pmf_b), (log_pmf_b, log_pmf_a)))
+        value_discretization_interval=discretization, symmetric=False)._pmf_remove
+        for lower, upper in ((log_pmf_a, log_pmf_b), (log_pmf_b, log_pmf_a))]
+    for pmf in pmfs:                 # a sparse PMF composed by FFT is laid on its dense grid
+        span = max(pmf._loss_probs) - min(pmf._loss_probs) + 1 if isinstance(
+            pmf, pld_pmf.SparsePLDPmf) and pmf._loss_probs else 1
+        if _goes_dense(pmf, compositions) and span > MAX_COMPOSED_BINS:
+            raise PLDOutOfReachError(
+                f"discretization = {discretization!r} is too fine for these PMFs composed "
+                f"{compositions} times: one use's PLD spans {span} grid points (limit "
+                f"{MAX_COMPOSED_BINS})")
+    bins = max(_composed_bins(pmf, compositions) for pmf in pmfs)
+    if bins > MAX_COMPOSED_BINS:
+        raise PLDOutOfReachError(
+            f"compositions = {compositions} is too many for the PLD accountant: the composed "
+            f"PLD would have {bins} grid points (limit {MAX_COMPOSED_BINS})")
+    try:
+        return max(float(pld_lib.PrivacyLossDistribution(_self_compose(pmf, compositions))
+                         .get_epsilon_for_delta(delta)) for pmf in pmfs)
+    finally:
+        _evict_fft_plans()
+
+
+def _require_log_pmf(name: str, log_pmf: dict[int, float]) -> None:
+    """A non-empty PMF of log probabilities (finite or -inf) that sums to 1 (to 1e-9)."""
+    values = np.array(list(log_pmf.values()), dtype=float) if log_pmf else np.zeros(0)
+    if not values.size or np.any(np.isnan(values)) or np.any(values > 0):
+        raise ValueError(f"{name} must be a non-empty dict of log probabilities (<= 0)")
+    total = float(np.exp(values).sum())
+    if abs(total - 1) > 1e-9:
+        raise ValueError(f"{name} must sum to 1 as probabilities, got {total!r}")
 
 
 def _with_idle_steps(pmf: pld_pmf.PLDPmf, p: float) -> pld_pmf.DensePLDPmf:
