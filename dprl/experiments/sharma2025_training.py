@@ -466,9 +466,9 @@ def _windowed(env: str, kind: str, title: str, runs: Sequence[Run], root_seed: i
              Run("CQL", "ours", 1e-3, 4, eps=eps, m=m, split=split,
                  p=0.0 if env == "Acrobot" else 0.5, steps=200))
     if kind == "sgd":
-        smoke = tuple(dataclasses.replace(run, optimizer="sgd") for run in smoke[:1]) + tuple(
-            dataclasses.replace(run, optimizer="sgd", steps=100)
-            for run in smoke_runs(env) if run.method == "nonprivate")
+        nonprivate = next(run for run in smoke_runs(env) if run.method == "nonprivate")
+        smoke = tuple(dataclasses.replace(run, optimizer="sgd")
+                      for run in (smoke[0], dataclasses.replace(nonprivate, steps=100)))
     return register(Experiment(
         id=f"sharma2025-{env.lower()}-{kind}", title=f"Sharma et al. (2025), {title}, {env}",
         chapter="book/sharma2025/experiments.ipynb",
