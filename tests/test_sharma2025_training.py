@@ -288,3 +288,17 @@ def test_long_cap_runs_train_four_to_five_times_the_cap():
         assert all(4 * st.STEPS[env] <= r.steps <= 5 * st.STEPS[env] for r in runs)
     config = get("sharma2025-acrobot-long").config("paper")
     assert config.schedule(80_000).evaluated_at[0] == 80_000 - 9000
+
+
+def test_the_converged_pipeline_reads_the_converged_population():
+    """sharma2025-cartpole-curves-converged: Fig. 3's non-private runs with SGD on the
+    population trained to convergence (its experts first); no converged HIV config."""
+    experiment = get("sharma2025-cartpole-curves-converged")
+    config = experiment.config("paper")
+    assert config.converged and experiment.after == ("sharma2025-cartpole-experts-converged",)
+    assert [dataclasses.replace(r, optimizer="adam") for r in config.runs] == \
+        st.nonprivate_runs("CartPole")
+    assert {r.optimizer for r in config.runs} == {"sgd"}
+    with pytest.raises(ValueError, match="converged"):
+        st.TrainingConfig(n_trials=1, root_seed=0, env="HIV", converged=True, steps=10,
+                          runs=(st.Run("CQL", "nonprivate", 1e-3, 4),))

@@ -23,7 +23,7 @@ import numpy as np
 
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
-from dprl.experiments.sharma2025 import result_arrays
+from dprl.experiments.sharma2025 import TWINS, experts_id, result_arrays
 from dprl.experiments.sharma2025_release import members, population, release_id
 from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
@@ -100,7 +100,8 @@ class TrainingConfig(TrialConfig):
     networks' products take the ``kernels`` path (:mod:`dprl.kernels`: ``"portable"``, the
     same bits on every x86-64-v3 CPU; ``"vendor"``, torch's MKL, for results made before
     issue 27 until they are regenerated); ``eval_window``: the checkpoints are spread over
-    the last steps of each run (:class:`~dprl.sharma2025.training.Schedule`)."""
+    the last steps of each run (:class:`~dprl.sharma2025.training.Schedule`); ``converged``:
+    the population trained to convergence and its releases (CartPole, Acrobot)."""
 
     env: str
     runs: tuple[Run, ...]
@@ -112,9 +113,12 @@ class TrainingConfig(TrialConfig):
     checkpoints: int = 5
     eval_episodes: int = 10
     eval_window: int | None = None
+    converged: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.converged and self.env not in TWINS:
+            raise ValueError(f"converged populations exist for {sorted(TWINS)}, not {self.env!r}")
         if self.n_trials != len(self.runs):
             raise ValueError(f"n_trials must equal the {len(self.runs)} runs")
         require_choice("accountant", self.accountant, ACCOUNTANTS)
@@ -129,25 +133,27 @@ class TrainingConfig(TrialConfig):
 
 
 @lru_cache(maxsize=2)
-def training_data(env: str, release_scale: str, m: int) -> TrainingData:
-    """All trajectories of the first ``m`` members of ``env``'s release data (cached)."""
+def training_data(env: str, release_scale: str, m: int, converged: bool = False) -> TrainingData:
+    """All trajectories of the first ``m`` members of ``env``'s release data (``converged``:
+    of the population trained to convergence; cached)."""
     from dprl.sharma2025.training_data import cached_training_data, record_training_data
 
-    config = get(release_id(env)).config(release_scale)
+    config = get(release_id(env, converged)).config(release_scale)
     experts, recorder = population(config)
     chosen = members(experts.n_experts, m, config.data_seed)
-    experts_sidecar = result_paths(f"sharma2025-{env.lower()}-experts", "paper")[1]
+    experts_sidecar = result_paths(experts_id(env, converged), "paper")[1]
     key = {"env": env, "scale": release_scale, "m": m, "data_seed": config.data_seed,
            "per_expert": config.per_expert, "horizon": config.horizon, "p_min": config.p_min,
            "reward_scale": REWARD_SCALES[env], "experts": (
                json.loads(experts_sidecar.read_text())["sha256"]
                if release_scale == "paper" else config.experts_scale)}
-    path = CACHE_DIR / f"sharma2025-{env.lower()}-{release_scale}-m{m}.npz"
+    path = CACHE_DIR / (f"sharma2025-{env.lower()}-{release_scale}-m{m}"
+                        + ("-converged" if converged else "") + ".npz")
     return cached_training_data(path, key, lambda: record_training_data(
         experts, chosen, config.per_expert, recorder, REWARD_SCALES[env]))
 
 
-def run_budget(env: str, run: Run, release_scale: str = "paper"
+def run_budget(env: str, run: Run, release_scale: str = "paper", converged: bool = False
                ) -> tuple[float, float, int | None]:
     """``(eps2, delta2, release cell)`` of a private run: the baseline spends all of
     ``(eps, 1/m)``; ours App. B.3's split (or the ablation's 3/4), with the index of the
@@ -160,19 +166,20 @@ def run_budget(env: str, run: Run, release_scale: str = "paper"
     split = appendix_b3_split(env, run.eps, run.m, run.split)
     if split.n_queries is None:
         return split.eps2, split.delta2, None
-    cells = [tuple(cell) for cell in get(release_id(env)).config(release_scale).cells]
+    cells = [tuple(cell) for cell in get(release_id(env, converged)).config(release_scale).cells]
     return split.eps2, split.delta2, cells.index((run.eps, run.m, run.split))
 
 
 @lru_cache(maxsize=2)
-def _release_arrays(env: str, release_scale: str) -> dict[str, np.ndarray]:
-    """The releases of ``sharma2025-<env>-release`` (:func:`~dprl.experiments.sharma2025.
-    result_arrays`: committed at paper scale, computed at smoke scale)."""
-    return result_arrays(get(release_id(env)), release_scale)
+def _release_arrays(env: str, release_scale: str, converged: bool) -> dict[str, np.ndarray]:
+    """The releases of ``sharma2025-<env>-release`` (``converged``: ``-release-converged``;
+    :func:`~dprl.experiments.sharma2025.result_arrays`: committed at paper scale, computed at
+    smoke scale)."""
+    return result_arrays(get(release_id(env, converged)), release_scale)
 
 
 def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
-              release_scale: str) -> tuple[Transitions, ExpertTransitions]:
+              release_scale: str, converged: bool) -> tuple[Transitions, ExpertTransitions]:
     """``(D_stable, D_unst)`` of the run (non-private: everything is stable)."""
     from dprl.sharma2025.training_data import split_by_release
 
@@ -180,7 +187,7 @@ def _datasets(env: str, run: Run, data: TrainingData, cell: int | None,
         return data.pool.transitions, data.pool
     if cell is None:
         return data.pool.transitions.take(np.zeros(0, dtype=np.int64)), data.pool
-    release = _release_arrays(env, release_scale)
+    release = _release_arrays(env, release_scale, converged)
     rows = release["queried_expert"][run.seed, cell] >= 0
     return split_by_release(data, *(release[name][run.seed, cell][rows] for name in
                                     ("queried_expert", "queried_trajectory", "prefix_length")))
@@ -218,14 +225,16 @@ def training_trials(config: TrainingConfig,
     for rng in rngs:
         run = config.runs[trial_index(rng)]
         data = training_data(config.env, config.release_scale,
-                             max(r.m for r in config.runs)).first(run.m)
+                             max(r.m for r in config.runs), config.converged).first(run.m)
         generator, coin_rng, eval_rng, action_rng = run_streams(rng)
         if run.method == "nonprivate":
             eps2, delta2, cell, p = np.nan, np.nan, None, 0.0
         else:
-            eps2, delta2, cell = run_budget(config.env, run, config.release_scale)
+            eps2, delta2, cell = run_budget(config.env, run, config.release_scale,
+                                            config.converged)
             p = run.p if run.method == "ours" else 1.0
-        stable, unstable = _datasets(config.env, run, data, cell, config.release_scale)
+        stable, unstable = _datasets(config.env, run, data, cell, config.release_scale,
+                                     config.converged)
         steps = run_steps(run, config, eps2, delta2, p)
         coins = draw_coins(steps, p, coin_rng)
         dp_steps = int(coins.sum())
@@ -354,30 +363,32 @@ def smoke_runs(env: str) -> tuple[Run, ...]:
 
 
 def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
-              kind: str = "training", checkpoints: int = 5) -> Experiment:
+              kind: str = "training", checkpoints: int = 5,
+              converged: bool = False) -> Experiment:
     runs = tuple(runs)
-    experiment_id = f"sharma2025-{env.lower()}-{kind}"
+    end = "-converged" if converged else ""
+    experiment_id = f"sharma2025-{env.lower()}-{kind}{end}"
     smoke = smoke_runs(env) if kind == "training" else tuple(
         r for r in smoke_runs(env) if r.method == "nonprivate")
     return register(Experiment(
         id=experiment_id,
         title=(f"Sharma et al. (2025), Sec. 6: offline RL with and without expert-level DP, {env}"
                if kind == "training" else
-               f"Sharma et al. (2025), Sec. 6: learning curves of non-private CQL and BCQ, {env}"),
+               f"Sharma et al. (2025), Sec. 6: learning curves of non-private CQL and BCQ, {env}")
+              + (", experts trained to convergence" if converged else ""),
         chapter="book/sharma2025/experiments.ipynb",
         configs={"smoke": TrainingConfig(n_trials=len(smoke), root_seed=root_seed,
                                          batch_size=1, env=env, runs=smoke, steps=100,
                                          release_scale="smoke", accountant="rdp",
-                                         checkpoints=2,
-                                         eval_episodes=2),
+                                         checkpoints=2, eval_episodes=2, converged=converged),
                  "paper": TrainingConfig(n_trials=len(runs), root_seed=root_seed,
                                          batch_size=1, env=env, runs=runs, steps=steps,
-                                         checkpoints=checkpoints)},
+                                         checkpoints=checkpoints, converged=converged)},
         run_trials=training_trials,
         # the population (curves and training), the releases (ours) and the step cap the
         # curves choose (training)
-        after=(f"sharma2025-{env.lower()}-experts",) + (() if kind == "curves" else (
-            release_id(env), f"sharma2025-{env.lower()}-curves"))))
+        after=(experts_id(env, converged),) + (() if kind == "curves" else (
+            release_id(env, converged), f"sharma2025-{env.lower()}-curves{end}"))))
 
 
 def nonprivate_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
@@ -390,6 +401,12 @@ CURVE_STEPS = 20_000
 CARTPOLE_CURVES, ACROBOT_CURVES, LUNARLANDER_CURVES, HIV_CURVES = (
     _training(env, nonprivate_runs(env), seed, CURVE_STEPS, "curves", CURVE_STEPS // 1000)
     for env, seed in (("CartPole", 54), ("Acrobot", 64), ("LunarLander", 74), ("HIV", 84)))
+
+#: The learning curves on the population trained to convergence (issue 40), CartPole with
+#: Alg. 4's SGD (its non-private learners beat the random policy with it: experiments chapter).
+CARTPOLE_CURVES_CONVERGED = _training(
+    "CartPole", [dataclasses.replace(run, optimizer="sgd") for run in nonprivate_runs("CartPole")],
+    57, CURVE_STEPS, "curves", CURVE_STEPS // 1000, converged=True)
 
 #: The caps the learning curves may choose between (:func:`dprl.sharma2025.scores.step_cap`).
 CAP_CANDIDATES = (5000, 10_000, 20_000)
@@ -481,7 +498,7 @@ def _windowed(env: str, kind: str, title: str, runs: Sequence[Run], root_seed: i
                                          checkpoints=10,
                                          eval_window=window)},
         run_trials=training_trials,
-        after=(f"sharma2025-{env.lower()}-experts", release_id(env),
+        after=(experts_id(env), release_id(env),
                f"sharma2025-{env.lower()}-curves")))
 
 
