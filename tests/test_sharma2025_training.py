@@ -302,3 +302,19 @@ def test_the_converged_pipeline_reads_the_converged_population():
     with pytest.raises(ValueError, match="converged"):
         st.TrainingConfig(n_trials=1, root_seed=0, env="HIV", converged=True, steps=10,
                           runs=(st.Run("CQL", "nonprivate", 1e-3, 4),))
+
+
+def test_the_converged_cap_is_the_one_the_converged_curves_choose():
+    """STEPS_CONVERGED holds what step_cap chooses from the committed converged curves, and
+    the converged training runs are the first population's runs with SGD."""
+    from dprl.experiments import load
+    from dprl.sharma2025 import scores as sc
+
+    result = load("sharma2025-cartpole-curves-converged")
+    config = result.config
+    at = Schedule(config["steps"], config["target_every"], config["checkpoints"],
+                  config["eval_episodes"], config.get("eval_window")).evaluated_at
+    curves = sc.learning_curves(sc.score_runs(config["runs"], result.arrays), at)
+    assert sc.step_cap(curves, st.CAP_CANDIDATES) == st.STEPS_CONVERGED["CartPole"]
+    runs = get("sharma2025-cartpole-training-converged").config("paper").runs
+    assert [dataclasses.replace(r, optimizer="adam") for r in runs] == list(st.CARTPOLE_RUNS)
