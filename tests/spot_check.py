@@ -30,7 +30,8 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
             "sharma2025_experts": tuple(f"sharma2025-{env}-experts"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
-                                        for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
+                                        for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
+            + ("sharma2025-agreement",),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
                 f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")

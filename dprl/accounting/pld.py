@@ -25,6 +25,9 @@ _MAX_NOISE, _MIN_RATE = math.sqrt(np.finfo(float).max), float(np.finfo(float).ti
 MAX_STEP_BINS = 2**19
 #: Most grid points the composed PLD's FFT (each of remove and add) may have: ~6 s, ~0.9 GB.
 MAX_COMPOSED_BINS = 2**23
+#: The same for :func:`pmf_pair_epsilon`, whose one-use PLDs are sparse and small: the book's
+#: group-privacy pair composes 1.2e7 points (about 1 GB); 3.4e7 at most.
+MAX_PAIR_COMPOSED_BINS = 2**25
 
 
 class PLDOutOfReachError(ValueError):
@@ -207,8 +210,9 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
     two neighbours have the probability mass functions ``a`` and ``b`` (log probabilities by
     outcome), both orders (the larger eps): dp-accounting's PLD of two PMFs, self-composed.
     ``pessimistic=False`` rounds the privacy loss down (a lower bound on eps). Each log-PMF
-    must sum to 1 (to 1e-9); the work is bounded as :func:`poisson_gaussian_epsilon`'s (a
-    :class:`PLDOutOfReachError` naming ``discretization`` or ``compositions`` beyond it)."""
+    must sum to 1 (to 1e-9); the composed PLD has at most :data:`MAX_PAIR_COMPOSED_BINS`
+    grid points (a :class:`PLDOutOfReachError` naming ``discretization`` or ``compositions``
+    beyond it)."""
     compositions, delta = require_int("compositions", compositions), require_delta(delta)
     discretization = require_positive("discretization", discretization)
     for name, pmf in (("log_pmf_a", log_pmf_a), ("log_pmf_b", log_pmf_b)):
@@ -220,16 +224,16 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
     for pmf in pmfs:                 # a sparse PMF composed by FFT is laid on its dense grid
         span = max(pmf._loss_probs) - min(pmf._loss_probs) + 1 if isinstance(
             pmf, pld_pmf.SparsePLDPmf) and pmf._loss_probs else 1
-        if _goes_dense(pmf, compositions) and span > MAX_COMPOSED_BINS:
+        if _goes_dense(pmf, compositions) and span > MAX_PAIR_COMPOSED_BINS:
             raise PLDOutOfReachError(
                 f"discretization = {discretization!r} is too fine for these PMFs composed "
                 f"{compositions} times: one use's PLD spans {span} grid points (limit "
-                f"{MAX_COMPOSED_BINS})")
+                f"{MAX_PAIR_COMPOSED_BINS})")
     bins = max(_composed_bins(pmf, compositions) for pmf in pmfs)
-    if bins > MAX_COMPOSED_BINS:
+    if bins > MAX_PAIR_COMPOSED_BINS:
         raise PLDOutOfReachError(
             f"compositions = {compositions} is too many for the PLD accountant: the composed "
-            f"PLD would have {bins} grid points (limit {MAX_COMPOSED_BINS})")
+            f"PLD would have {bins} grid points (limit {MAX_PAIR_COMPOSED_BINS})")
     try:
         return max(float(pld_lib.PrivacyLossDistribution(_self_compose(pmf, compositions))
                          .get_epsilon_for_delta(delta)) for pmf in pmfs)

@@ -301,15 +301,41 @@ def one_run_audit_trials(config: OneRunAuditConfig,
     return {name: np.asarray(values) for name, values in out.items()}
 
 
-_SHARED = dict(root_seed=1720, batch_size=1, n_trials=1)
-ONE_RUN = register(Experiment(
-    id="audit-sharma2025-one-run",
-    title="One-run audit (Steinke et al. 2023) of Sharma 2025's expert-level DP-SGD (Alg. 4) "
-          "training CQL with expert canaries (eps = 10, delta = 1/m)",
-    chapter="book/appendix/one-run-audit.ipynb",
-    configs={"smoke": OneRunAuditConfig(n_canaries=40, n_experts=40, expected_batch=16,
-                                        steps=20, hidden=(8, 8), k_plus=5, k_minus=5,
-                                        accountant="rdp", **_SHARED),
-             "paper": OneRunAuditConfig(n_canaries=1000, n_experts=1000, expected_batch=400,
-                                        steps=300, k_plus=100, k_minus=100, **_SHARED)},
-    run_trials=one_run_audit_trials))
+#: The numbers of guesses ``k = k_plus = k_minus`` a pilot run chooses between.
+PILOT_K_GRID = (25, 50, 100, 200, 300, 400, 500)
+
+
+def pilot_bounds(scores: np.ndarray, included: np.ndarray, n_canaries: int, delta: float,
+                 grid: Sequence[int] = PILOT_K_GRID, confidence: float = 0.95) -> np.ndarray:
+    """The lower bounds ``(len(grid), n_scores)`` that guessing the ``k`` highest and ``k``
+    lowest of each row of a pilot run's ``scores`` ``(n_scores, r)`` would certify (Steinke
+    et al.'s main theorem at ``(confidence, delta)``): the pilot picks the ``k`` with the
+    largest, before the audited run on another seed."""
+    out = np.zeros((len(grid), len(scores)))
+    for i, k in enumerate(grid):
+        for j, row in enumerate(scores):
+            right = correct_guesses(guesses(row, k, k), included)
+            out[i, j] = epsilon_lower_bound(n_canaries, 2 * k, right, delta, confidence)
+    return out
+
+
+def _one_run(experiment_id: str, title: str, root_seed: int) -> Experiment:
+    shared = dict(root_seed=root_seed, batch_size=1, n_trials=1)
+    return register(Experiment(
+        id=experiment_id, title=title, chapter="book/appendix/one-run-audit.ipynb",
+        configs={"smoke": OneRunAuditConfig(n_canaries=40, n_experts=40, expected_batch=16,
+                                            steps=20, hidden=(8, 8), k_plus=5, k_minus=5,
+                                            accountant="rdp", **shared),
+                 "paper": OneRunAuditConfig(n_canaries=1000, n_experts=1000,
+                                            expected_batch=400, steps=300, k_plus=100,
+                                            k_minus=100, **shared)},
+        run_trials=one_run_audit_trials))
+
+
+ONE_RUN = _one_run("audit-sharma2025-one-run",
+                   "One-run audit (Steinke et al. 2023) of Sharma 2025's expert-level DP-SGD "
+                   "(Alg. 4) training CQL with expert canaries (eps = 10, delta = 1/m)", 1720)
+#: The pilot run that chooses the guesses: the same configuration on another root seed.
+PILOT = _one_run("audit-sharma2025-one-run-pilot",
+                 "Pilot of the one-run audit of Sharma 2025's expert-level DP-SGD: the same "
+                 "run on another seed, to choose the number of guesses", 1721)
