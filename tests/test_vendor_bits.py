@@ -147,7 +147,7 @@ def test_torch_s_own_products_change_with_mkl_s_branch():
 #: (training runs, learning curves, longer runs) are recomputed for the other vendor by their
 #: spot-check (spot_check.OTHER_VENDOR_FAMILIES).
 TORCH_AUDITS = ("audit-sharma2025-dp-sgd", "audit-sharma2025-selective",
-                "audit-sharma2025-one-run")
+                "audit-sharma2025-one-run", "audit-sharma2025-one-run-pilot")
 TORCH_RESULTS = family_results("sharma2025_training") + [
     sidecar for sidecar in family_results("audits") if sidecar.stem in TORCH_AUDITS]
 
