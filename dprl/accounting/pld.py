@@ -154,20 +154,34 @@ def _step_pmfs(noise: float, rate: float) -> tuple[pld_pmf.PLDPmf, ...]:
     return (step._pmf_remove,) if step._symmetric else (step._pmf_remove, step._pmf_add)
 
 
+def _gaussian_losses(noise: float, rate: float) -> tuple:
+    """dp-accounting's privacy losses of one Poisson-subsampled Gaussian step, in the remove
+    order, then the add order."""
+    return tuple(privacy_loss_mechanism.GaussianPrivacyLoss(noise, sampling_prob=rate,
+                                                            adjacency_type=adjacency)
+                 for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
+                                   privacy_loss_mechanism.AdjacencyType.ADD))
+
+
+def _grid_ranges(noise: float, rate: float) -> list[tuple[float, float]]:
+    """Per order (:func:`_gaussian_losses`), the grid indices ``(lowest, highest)`` that
+    dp-accounting's connect-the-dots construction spans for one step, from the loss bounds
+    alone; ``(-inf, inf)`` where the loss overflows (noise far too small)."""
+    ranges = []
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        for loss in _gaussian_losses(noise, rate):
+            bounds = loss.connect_dots_bounds()
+            ranges.append((math.floor(bounds.epsilon_lower / _DISCRETIZATION),
+                           math.ceil(bounds.epsilon_upper / _DISCRETIZATION))
+                          if math.isfinite(bounds.epsilon_upper - bounds.epsilon_lower)
+                          else (-math.inf, math.inf))
+    return ranges
+
+
 def _step_bins(noise: float, rate: float) -> int:
     """Grid points of one step's PLD (the larger of remove and add), as dp-accounting's
     connect-the-dots construction will lay them out, from the loss bounds alone."""
-    bins = 0
-    for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
-                      privacy_loss_mechanism.AdjacencyType.ADD):
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
-                noise, sampling_prob=rate, adjacency_type=adjacency).connect_dots_bounds()
-        if not math.isfinite(bounds.epsilon_upper - bounds.epsilon_lower):
-            return math.inf                   # the loss overflows: noise far too small
-        bins = max(bins, math.ceil(bounds.epsilon_upper / _DISCRETIZATION)
-                   - math.floor(bounds.epsilon_lower / _DISCRETIZATION) + 1)
-    return bins
+    return max(upper - lower + 1 for lower, upper in _grid_ranges(noise, rate))
 
 
 def _goes_dense(pmf: pld_pmf.PLDPmf, steps: int) -> bool:
@@ -283,10 +297,8 @@ def _profiles(noise: float, rate: float, epsilons: np.ndarray) -> np.ndarray:
     """``(2, n)``: the exact hockey-stick divergences ``H_{e^eps}(P || Q)`` of dp-accounting's
     remove pair ``(P, Q) = ((1 - q) N(0, s^2) + q N(1, s^2), N(0, s^2))`` and of its add pair
     (the reverse order) at ``epsilons``."""
-    return np.stack([np.asarray(privacy_loss_mechanism.GaussianPrivacyLoss(
-        noise, sampling_prob=rate, adjacency_type=adjacency).get_delta_for_epsilon(epsilons))
-        for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
-                          privacy_loss_mechanism.AdjacencyType.ADD)])
+    return np.stack([np.asarray(loss.get_delta_for_epsilon(epsilons))
+                     for loss in _gaussian_losses(noise, rate)])
 
 
 def replace_one_profile(noise_multiplier: float, sampling_rate: float,
@@ -317,13 +329,8 @@ def _replace_one_step_pmf(noise: float, rate: float) -> pld_pmf.PLDPmf:
     """One step's symmetric PLD (:func:`replace_one_profile`) by pessimistic
     connect-the-dots (Doroshenko et al. 2022, Alg. 1) on the union of dp-accounting's remove
     and add loss ranges at its grid: a PLD whose profile dominates ``C_q(G_{1/s})``'s."""
-    lower, upper = math.inf, -math.inf
-    for adjacency in (privacy_loss_mechanism.AdjacencyType.REMOVE,
-                      privacy_loss_mechanism.AdjacencyType.ADD):
-        bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
-            noise, sampling_prob=rate, adjacency_type=adjacency).connect_dots_bounds()
-        lower = min(lower, math.floor(bounds.epsilon_lower / _DISCRETIZATION))
-        upper = max(upper, math.ceil(bounds.epsilon_upper / _DISCRETIZATION))
+    ranges = _grid_ranges(noise, rate)
+    lower, upper = min(low for low, _ in ranges), max(high for _, high in ranges)
     if upper - lower + 1 > MAX_STEP_BINS:
         raise PLDOutOfReachError(
             f"noise_multiplier = {noise!r} is too small for the PLD accountant at "

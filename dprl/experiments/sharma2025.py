@@ -89,10 +89,22 @@ def classic_experts_trials(config: ClassicExpertsConfig,
     return {**out, **{f"setting_{name}": value for name, value in settings.items()}}
 
 
+def result_id(env: str, kind: str, converged: bool = False) -> str:
+    """``sharma2025-<env>-<kind>``: a result on ``env``'s first population or, ``converged``,
+    on the one trained to convergence (``-converged``)."""
+    return f"sharma2025-{env.lower()}-{kind}" + ("-converged" if converged else "")
+
+
+def require_population(env: str, converged: bool) -> None:
+    """Refuse a population trained to convergence where the book has none (it has one for
+    the environments of :data:`TWINS`)."""
+    if converged and env not in TWINS:
+        raise ValueError(f"converged populations exist for {sorted(TWINS)}, not {env!r}")
+
+
 def experts_id(env: str, converged: bool = False) -> str:
-    """The id of ``env``'s experts result: the book's first population, or (``converged``,
-    CartPole and Acrobot) the one trained to convergence."""
-    return f"sharma2025-{env.lower()}-experts" + ("-converged" if converged else "")
+    """The id of ``env``'s experts result (:func:`result_id`)."""
+    return result_id(env, "experts", converged)
 
 
 def _classic(env: str, root_seed: int, cem: CEMSettings) -> Experiment:

@@ -25,7 +25,7 @@ import numpy as np
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.experiments.sharma2025 import (TWINS, classic_experts, experts_id, hiv_experts,
-                                         lander_experts)
+                                         lander_experts, require_population, result_id)
 from dprl.seeding import named_stream, trial_index
 from dprl.sharma2025.agreement import PREFIX_LENGTHS, prefix_agreement
 from dprl.sharma2025.datasets import ExpertData, record
@@ -57,8 +57,7 @@ class ReleaseConfig(TrialConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.converged and self.env not in TWINS:
-            raise ValueError(f"converged populations exist for {sorted(TWINS)}, not {self.env!r}")
+        require_population(self.env, self.converged)
 
 
 def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
@@ -132,8 +131,8 @@ def release_trials(config: ReleaseConfig,
 
 
 def release_id(env: str, converged: bool = False) -> str:
-    """The id of ``env``'s release result (``converged``: on the converged population)."""
-    return f"sharma2025-{env.lower()}-release" + ("-converged" if converged else "")
+    """The id of ``env``'s release result (:func:`~dprl.experiments.sharma2025.result_id`)."""
+    return result_id(env, "release", converged)
 
 
 def _release(env: str, paper_cells: tuple[Cell, ...], smoke_cells: tuple[Cell, ...],

@@ -23,7 +23,8 @@ import numpy as np
 
 from dprl.experiments.registry import Experiment, TrialConfig, get, register
 from dprl.experiments.runner import result_paths
-from dprl.experiments.sharma2025 import TWINS, experts_id, result_arrays
+from dprl.experiments.sharma2025 import (experts_id, require_population, result_arrays,
+                                         result_id)
 from dprl.experiments.sharma2025_release import members, population, release_id
 from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
@@ -117,8 +118,7 @@ class TrainingConfig(TrialConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.converged and self.env not in TWINS:
-            raise ValueError(f"converged populations exist for {sorted(TWINS)}, not {self.env!r}")
+        require_population(self.env, self.converged)
         if self.n_trials != len(self.runs):
             raise ValueError(f"n_trials must equal the {len(self.runs)} runs")
         require_choice("accountant", self.accountant, ACCOUNTANTS)
@@ -366,8 +366,7 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
               kind: str = "training", checkpoints: int = 5,
               converged: bool = False) -> Experiment:
     runs = tuple(runs)
-    end = "-converged" if converged else ""
-    experiment_id = f"sharma2025-{env.lower()}-{kind}{end}"
+    experiment_id = result_id(env, kind, converged)
     smoke = smoke_runs(env) if kind == "training" else tuple(
         r for r in smoke_runs(env) if r.method == "nonprivate")
     return register(Experiment(
@@ -388,7 +387,7 @@ def _training(env: str, runs: Sequence[Run], root_seed: int, steps: int,
         # the population (curves and training), the releases (ours) and the step cap the
         # curves choose (training)
         after=(experts_id(env, converged),) + (() if kind == "curves" else (
-            release_id(env, converged), f"sharma2025-{env.lower()}-curves{end}"))))
+            release_id(env, converged), result_id(env, "curves", converged)))))
 
 
 def nonprivate_runs(env: str, seeds: Sequence[int] = SEEDS) -> list[Run]:
