@@ -66,7 +66,8 @@ def sharma_paper_steps(env: str, run) -> int | None:
     ``eps``, or the ``eps = 5`` row for the split ablation's other budgets) and
     ``q = p b / m``; None where the paper gives nothing to train to (non-private, ``p = 0``,
     or no ``s`` in Table 3)."""
-    from dprl.experiments.sharma2025_training import run_budget, table3_row
+    from dprl.experiments.sharma2025_training import run_budget
+    from dprl.sharma2025.accounting import table3_row
 
     p = 1.0 if run.method == "dpsgd" else run.p
     if run.method == "nonprivate" or p == 0:

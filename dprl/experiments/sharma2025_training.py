@@ -29,8 +29,8 @@ from dprl.experiments.sharma2025_release import members, population, release_id
 from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
-from dprl.sharma2025.accounting import ACCOUNTANTS, TABLE3, TABLE3_NO_DP, selective_epsilon
-from dprl.sharma2025.protocol import OPTIMIZERS
+from dprl.sharma2025.accounting import ACCOUNTANTS, selective_epsilon, table3_row
+from dprl.sharma2025.protocol import OPTIMIZERS, ours_split
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import require_choice, require_int, require_positive, require_probability
 
@@ -263,19 +263,6 @@ SEEDS = (0, 1, 2)
 EPSILONS = (5.0, 7.5, 10.0)
 #: Table 1's sweep of p (App. B.3's grid and p = 1).
 P_GRID = (0.0, 0.5, 0.8, 0.9, 1.0)
-
-
-def table3_row(env: str, eps: float, algorithm: str):
-    """Table 3's row of ``(env, eps, algorithm)`` (p = 0 rows included)."""
-    for row in TABLE3 + TABLE3_NO_DP:
-        if (row.env, row.eps, row.algorithm) == (env, eps, algorithm):
-            return row
-    raise ValueError(f"Table 3 has no row {(env, eps, algorithm)}")
-
-
-def ours_split(env: str, p: float) -> str:
-    """HIV's p = 0 rows follow Sec. 6 (eps1 = eps), its p > 0 rows App. B.3."""
-    return "section6" if env == "HIV" and p == 0 else "appendix_b3"
 
 
 def _same_as_baseline(env: str, eps: float, p: float) -> bool:

@@ -92,6 +92,14 @@ TABLE3_NO_DP: tuple[Table3Row, ...] = tuple(Table3Row(*row, 0.0, math.nan) for r
 ])
 
 
+def table3_row(env: str, eps: float, algorithm: str) -> Table3Row:
+    """Table 3's row of ``(env, eps, algorithm)`` (its ``p = 0`` rows included)."""
+    for row in TABLE3 + TABLE3_NO_DP:
+        if (row.env, row.eps, row.algorithm) == (env, eps, algorithm):
+            return row
+    raise ValueError(f"Table 3 has no row {(env, eps, algorithm)}")
+
+
 def _require_accountant(accountant: str) -> str:
     return require_choice("accountant", accountant, ACCOUNTANTS)
 

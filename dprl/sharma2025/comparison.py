@@ -1,0 +1,125 @@
+"""Sharma et al. (2025), Sec. 6: the comparisons of Fig. 3, Table 1 and Table 2 computed on
+scored training runs (:func:`dprl.sharma2025.scores.score_runs`), so that every population and
+optimiser the book trains on is judged by the same code.
+
+- Fig. 3's *cell* (environment, algorithm, eps at m = 3000): ours at Table 3's ``p`` against
+  expert-level DP-SGD, paired by seed; decidable where the non-private learner beats the
+  random policy by two standard errors (the trivial reference);
+- Table 1's *sweep*: ours at every ``p`` of the grid on seed 0, the best ``p`` by final return;
+- Table 2's *split*: ``eps1 = 0`` (the baseline) against ``eps1 = 3 eps / 4`` with ``p = 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dprl.sharma2025.accounting import table3_row
+from dprl.sharma2025.protocol import ALGORITHMS, ours_split
+from dprl.sharma2025.scores import PairedGap, Scored, above_random, paired_gap, select
+from dprl.validation import require_positive
+
+#: Fig. 3's privacy budgets.
+EPSILONS = (5.0, 7.5, 10.0)
+#: The experts of Fig. 3's runs.
+N_EXPERTS = 3000
+
+
+def fig3_runs(scored: Sequence[Scored], env: str, algorithm: str, eps: float, method: str,
+              reading: str = "paper") -> list[Scored]:
+    """Fig. 3's runs of a cell at m = 3000 by seed: the baseline (``"dpsgd"``) or ours at
+    Table 3's ``p`` and split (``"ours"``; empty where ours is the baseline itself)."""
+    p = table3_row(env, eps, algorithm).p if method == "ours" else 1.0
+    split = ours_split(env, p) if method == "ours" else "appendix_b3"
+    return select(scored, method=method, algorithm=algorithm, eps=eps, m=N_EXPERTS,
+                  reading=reading, p=p, split=split)
+
+
+def decidable(scored: Sequence[Scored], algorithm: str, margin_se: float = 2.0) -> bool:
+    """Whether the non-private learner (m = 3000) beats the random policy by ``margin_se``
+    standard errors over its seeds: only then does a normalised score have a scale."""
+    require_positive("margin_se", margin_se)
+    runs = select(scored, method="nonprivate", algorithm=algorithm, m=N_EXPERTS)
+    return above_random(runs).better(margin_se)
+
+
+def fig3_cells(scored: Sequence[Scored], env: str) -> list[dict[str, object]]:
+    """Fig. 3's cells of one environment (algorithm by eps), each a mapping with the runs
+    ``base``, ``ours``, ``visible`` (ours with the coins visible), ``decidable`` and the
+    normalised paired gaps ``gap`` and ``gap_visible`` (None where ours has no runs)."""
+    cells = []
+    for algorithm in ALGORITHMS:
+        scale = decidable(scored, algorithm)
+        for eps in EPSILONS:
+            base = fig3_runs(scored, env, algorithm, eps, "dpsgd")
+            ours = fig3_runs(scored, env, algorithm, eps, "ours")
+            visible = fig3_runs(scored, env, algorithm, eps, "ours", "visible_coins")
+            cells.append(dict(env=env, algorithm=algorithm, eps=eps, base=base, ours=ours,
+                              visible=visible, decidable=scale,
+                              gap=paired_gap(ours, base) if ours else None,
+                              gap_visible=paired_gap(visible, base) if visible else None))
+    return cells
+
+
+@dataclass(frozen=True)
+class Fig3Count:
+    """Fig. 3's comparison counted over cells: the cells where ours differs from the
+    baseline (``distinct``), the decidable ones among them, and those where ours is ahead,
+    significantly better (gap >= ``margin_se`` s.e. and mean score above ``floor``) or
+    significantly worse."""
+
+    distinct: list[dict[str, object]]
+    decided: list[dict[str, object]]
+    ahead: list[dict[str, object]]
+    better: list[dict[str, object]]
+    worse: list[dict[str, object]]
+
+
+def fig3_count(cells: Sequence[Mapping[str, object]], margin_se: float = 2.0,
+               floor: float = 0.1) -> Fig3Count:
+    """Count Fig. 3's cells: a win needs the paired gap at ``margin_se`` standard errors and
+    ours above the random policy by ``floor`` of the non-private margin (normalised score)."""
+    require_positive("margin_se", margin_se)
+    distinct = [c for c in cells if c["gap"] is not None]
+    decided = [c for c in distinct if c["decidable"]]
+    return Fig3Count(
+        distinct, decided, [c for c in decided if c["gap"].mean > 0],
+        [c for c in decided if c["gap"].better(margin_se)
+         and np.mean([s.score for s in c["ours"]]) > floor],
+        [c for c in decided if c["gap"].worse(margin_se)])
+
+
+def p_sweep(scored: Sequence[Scored], algorithm: str, eps: float, steps: int
+            ) -> dict[float, Scored | None]:
+    """Table 1's sweep of one cell: ours by ``p`` on seed 0 (m = 3000, the paper's
+    reading), None where the run trained on nothing (all ``steps`` skipped)."""
+    runs = [s for s in scored if s["method"] == "ours" and s["algorithm"] == algorithm
+            and s["eps"] == eps and s["reading"] == "paper" and s["seed"] == 0
+            and s["m"] == N_EXPERTS]
+    if len({s["p"] for s in runs}) != len(runs):
+        raise ValueError(f"two runs share a p in the sweep of {algorithm} at eps = {eps}")
+    return {s["p"]: (None if s["skipped_steps"] == steps else s) for s in runs}
+
+
+def best_p(sweep: Mapping[float, Scored | None]) -> float:
+    """The ``p`` of a sweep with the highest final return among the runs that trained."""
+    feasible = {p: run.final for p, run in sweep.items() if run is not None}
+    if not feasible:
+        raise ValueError("no run of the sweep trained")
+    return max(feasible, key=feasible.get)
+
+
+def split_gap(scored: Sequence[Scored], eps: float) -> tuple[list[Scored], list[Scored],
+                                                              PairedGap]:
+    """Table 2's split with BCQ at ``eps``: ours with ``eps1 = 3 eps / 4`` and ``p = 1``,
+    the baseline (``eps1 = 0``) at the same learning rate and batch, and the paired gap in
+    returns, baseline minus the 3/4 split."""
+    quarter = select(scored, method="ours", split="three_quarters", eps=eps, algorithm="BCQ")
+    if not quarter:
+        raise ValueError(f"no split-ablation runs at eps = {eps}")
+    whole = select(scored, method="dpsgd", eps=eps, algorithm="BCQ", m=N_EXPERTS,
+                   learning_rate=quarter[0]["learning_rate"],
+                   batch_size=quarter[0]["batch_size"])
+    return quarter, whole, paired_gap(whole, quarter, raw=True)

@@ -1,0 +1,84 @@
+"""Fig. 3's cells, Table 1's sweep and Table 2's split of Sharma et al. (2025, Sec. 6),
+counted by :mod:`dprl.sharma2025.comparison` on synthetic scored runs with known answers."""
+
+import numpy as np
+import pytest
+
+from dprl.sharma2025 import comparison as cmp
+from dprl.sharma2025.accounting import table3_row
+from dprl.sharma2025.protocol import ours_split
+from dprl.sharma2025.scores import Scored
+
+RANDOM, NONPRIVATE = 20.0, 120.0
+
+
+def _run(final, seed=0, skipped=0, **spec):
+    spec = dict(dict(m=3000, reading="paper", p=1.0, split="appendix_b3", eps=0.0), **spec,
+                seed=seed)
+    values = {"random_returns": np.full(3, RANDOM), "skipped_steps": skipped}
+    return Scored(spec, final, np.array([final]), (final - RANDOM) / (NONPRIVATE - RANDOM),
+                  values)
+
+
+def _fig3(gaps):
+    """CartPole's Fig. 3 runs, 3 seeds: DP-SGD at 50, ours at 50 + gaps[(alg, eps)] + noise."""
+    runs = []
+    for algorithm in ("CQL", "BCQ"):
+        runs += [_run(NONPRIVATE + d, s, method="nonprivate", algorithm=algorithm)
+                 for s, d in enumerate((-1.0, 0.0, 1.0))]
+        for eps in cmp.EPSILONS:
+            runs += [_run(50.0, s, method="dpsgd", algorithm=algorithm, eps=eps)
+                     for s in range(3)]
+            p = table3_row("CartPole", eps, algorithm).p
+            if p == 1.0:
+                continue
+            runs += [_run(50.0 + gaps.get((algorithm, eps), 0.0) + d, s, method="ours",
+                          algorithm=algorithm, eps=eps, p=p, split=ours_split("CartPole", p))
+                     for s, d in enumerate((-1.0, 0.5, 0.5))]
+    return runs
+
+
+def test_fig3_counts_significant_wins_and_losses_in_decidable_cells():
+    cells = cmp.fig3_cells(_fig3({("CQL", 7.5): 30.0, ("BCQ", 10.0): -30.0}), "CartPole")
+    assert len(cells) == 6 and all(c["decidable"] for c in cells)
+    count = cmp.fig3_count(cells)
+    key = lambda c: (c["algorithm"], c["eps"])
+    assert {key(c) for c in count.distinct} == {
+        (a, e) for a in ("CQL", "BCQ") for e in cmp.EPSILONS
+        if table3_row("CartPole", e, a).p != 1.0}
+    assert [key(c) for c in count.better] == [("CQL", 7.5)]
+    assert [key(c) for c in count.worse] == [("BCQ", 10.0)]
+    assert count.better[0]["gap"].mean == pytest.approx(0.3)
+
+
+def test_a_win_below_the_floor_is_no_win_and_an_undecidable_learner_counts_nothing():
+    cells = cmp.fig3_cells(_fig3({("CQL", 7.5): 30.0}), "CartPole")   # ours scores 0.6
+    assert len(cmp.fig3_count(cells, floor=0.5).better) == 1
+    assert not cmp.fig3_count(cells, floor=0.7).better
+    low = [_run(RANDOM + r["seed"] - 1.0, r["seed"],
+                **{k: v for k, v in r.spec.items() if k != "seed"})
+           if r["method"] == "nonprivate" else r for r in _fig3({("CQL", 7.5): 30.0})]
+    cells = cmp.fig3_cells(low, "CartPole")
+    assert not any(c["decidable"] for c in cells) and not cmp.fig3_count(cells).decided
+
+
+def test_the_sweep_picks_the_best_trained_p_and_refuses_duplicates():
+    runs = [_run(f, p=p, method="ours", algorithm="CQL", eps=10.0, skipped=s)
+            for p, f, s in ((0.0, 90.0, 20_000), (0.5, 70.0, 0), (1.0, 80.0, 0))]
+    sweep = cmp.p_sweep(runs, "CQL", 10.0, 20_000)
+    assert sweep[0.0] is None and cmp.best_p(sweep) == 1.0
+    with pytest.raises(ValueError, match="share a p"):
+        cmp.p_sweep(runs + runs[:1], "CQL", 10.0, 20_000)
+    with pytest.raises(ValueError, match="no run"):
+        cmp.best_p({0.0: None})
+
+
+def test_the_split_gap_is_the_baseline_minus_the_three_quarter_split():
+    row = dict(algorithm="BCQ", eps=5.0, learning_rate=1e-3, batch_size=128)
+    runs = ([_run(40.0 + s, s, method="ours", split="three_quarters", **row) for s in range(3)]
+            + [_run(50.0 + 2 * s, s, method="dpsgd", **row) for s in range(3)])
+    quarter, whole, gap = cmp.split_gap(runs, 5.0)
+    assert len(quarter) == len(whole) == 3
+    assert np.allclose(gap.differences, [10.0, 11.0, 12.0])
+    with pytest.raises(ValueError, match="split-ablation"):
+        cmp.split_gap(runs, 7.5)
