@@ -388,11 +388,14 @@ CARTPOLE_CURVES, ACROBOT_CURVES, LUNARLANDER_CURVES, HIV_CURVES = (
     _training(env, nonprivate_runs(env), seed, CURVE_STEPS, "curves", CURVE_STEPS // 1000)
     for env, seed in (("CartPole", 54), ("Acrobot", 64), ("LunarLander", 74), ("HIV", 84)))
 
-#: The learning curves on the population trained to convergence (issue 40), CartPole with
-#: Alg. 4's SGD (its non-private learners beat the random policy with it: experiments chapter).
+#: The learning curves on the populations trained to convergence: CartPole with Alg. 4's SGD
+#: (its non-private learners beat the random policy with it: experiments chapter), Acrobot
+#: with Adam (its BCQ does not with SGD).
 CARTPOLE_CURVES_CONVERGED = _training(
     "CartPole", [dataclasses.replace(run, optimizer="sgd") for run in nonprivate_runs("CartPole")],
     57, CURVE_STEPS, "curves", CURVE_STEPS // 1000, converged=True)
+ACROBOT_CURVES_CONVERGED = _training("Acrobot", nonprivate_runs("Acrobot"), 67, CURVE_STEPS,
+                                     "curves", CURVE_STEPS // 1000, converged=True)
 
 #: The caps the learning curves may choose between (:func:`dprl.sharma2025.scores.step_cap`).
 CAP_CANDIDATES = (5000, 10_000, 20_000)
