@@ -320,6 +320,11 @@ class CountRule:
     def holds(self) -> bool:
         return self.partly and self.losses == 0 and self.wins >= self.share * self.cells
 
+    @property
+    def verdict(self) -> str:
+        """HOLDS, PARTIAL or FAILS, as :func:`claim` grades the rule."""
+        return _graded(self.holds, self.partly)
+
     def numbers(self) -> dict[str, object]:
         """The evidence for :func:`claim`: counts, threshold, null probability."""
         return dict(cells=self.cells, significant_wins=self.wins,

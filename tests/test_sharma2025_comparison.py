@@ -82,3 +82,25 @@ def test_the_split_gap_is_the_baseline_minus_the_three_quarter_split():
     assert np.allclose(gap.differences, [10.0, 11.0, 12.0])
     with pytest.raises(ValueError, match="split-ablation"):
         cmp.split_gap(runs, 7.5)
+
+
+def test_table1_counts_only_decidable_cells_with_a_release_and_their_chance_of_agreeing():
+    nonprivate = [_run(NONPRIVATE + d, s, method="nonprivate", algorithm=a)
+                  for a in ("CQL", "BCQ") for s, d in enumerate((-1.0, 0.0, 1.0))]
+    sweeps = []
+    for algorithm in ("CQL", "BCQ"):
+        for eps in (7.5, 10.0):
+            for p in cmp.P_GRID:
+                final = {0.0: 30.0, 0.5: 90.0, 0.8: 60.0}.get(p, 40.0)
+                skipped = 20_000 if (p == 0.0 and eps == 10.0) else 0   # p = 0: nothing stable
+                sweeps.append(_run(final, p=p, method="ours", algorithm=algorithm, eps=eps,
+                                   skipped=skipped))
+    for run in sweeps:
+        run.values["n_stable"] = 0 if run["algorithm"] == "BCQ" else 5
+    paper = {("CartPole", "CQL"): (1.0, 0.5, 0.8), ("CartPole", "BCQ"): (1.0, 0.5, 0.5)}
+    tally = cmp.table1_tally({"CartPole": nonprivate + sweeps}, {"CartPole": 20_000}, paper)
+    assert [row[-2:] for row in tally.rows] == [(0.5, 0.5), (0.5, 0.8), (0.5, 0.5), (0.5, 0.5)]
+    assert tally.counted == 2 and tally.agree == 1            # CQL counts, BCQ has no release
+    assert tally.left_out == ["CartPole BCQ 7.5", "CartPole BCQ 10"]
+    assert tally.chances == [1 / 5, 1 / 4]                     # eps = 10: p = 0 did not train
+    assert tally.rows[1][3] == np.inf                          # shown as "trained on nothing"

@@ -30,6 +30,7 @@ from dprl.kernel_paths import require_kernels
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_index
 from dprl.sharma2025.accounting import ACCOUNTANTS, selective_epsilon, table3_row
+from dprl.sharma2025.comparison import EPSILONS, P_GRID
 from dprl.sharma2025.protocol import OPTIMIZERS, ours_split
 from dprl.sharma2025.release import appendix_b3_split
 from dprl.validation import require_choice, require_int, require_positive, require_probability
@@ -260,9 +261,6 @@ def training_trials(config: TrainingConfig,
 # --- the runs -----------------------------------------------------------------------------
 
 SEEDS = (0, 1, 2)
-EPSILONS = (5.0, 7.5, 10.0)
-#: Table 1's sweep of p (App. B.3's grid and p = 1).
-P_GRID = (0.0, 0.5, 0.8, 0.9, 1.0)
 
 
 def _same_as_baseline(env: str, eps: float, p: float) -> bool:

@@ -111,6 +111,52 @@ def best_p(sweep: Mapping[float, Scored | None]) -> float:
     return max(feasible, key=feasible.get)
 
 
+#: Table 1's sweep of p (App. B.3's grid and p = 1), and the budgets at which ours has both a
+#: release and DP steps.
+P_GRID = (0.0, 0.5, 0.8, 0.9, 1.0)
+TABLE1_EPSILONS = (7.5, 10.0)
+
+
+@dataclass(frozen=True)
+class Table1Tally:
+    """Table 1 against the sweeps: a row per cell (final return by p, best p, the paper's),
+    the cells that count (learner decidable, release not empty), how many agree, and each
+    counted cell's chance of agreeing when its best p is a random choice among the p that
+    trained."""
+
+    rows: list[tuple[object, ...]]
+    agree: int
+    counted: int
+    chances: list[float]
+    left_out: list[str]
+
+
+def table1_tally(scored: Mapping[str, Sequence[Scored]], steps: Mapping[str, int],
+                 paper: Mapping[tuple[str, str], Sequence[float]]) -> Table1Tally:
+    """Tally Table 1's best ``p`` (``paper[(env, algorithm)]`` at eps 5, 7.5, 10) against
+    the sweeps of the environments in ``scored`` (eps = 7.5, 10; seed 0)."""
+    rows, agree, chances, left_out = [], 0, [], []
+    for env, runs in scored.items():
+        for algorithm in ALGORITHMS:
+            scale = decidable(runs, algorithm)
+            for eps in TABLE1_EPSILONS:
+                sweep = p_sweep(runs, algorithm, eps, steps[env])
+                best = best_p(sweep)
+                paper_p = paper[(env, algorithm)][EPSILONS.index(eps)]
+                # a cell decides only where its learner is decidable and its release is not
+                # empty (an empty D_stable leaves p nothing to choose but the accounting)
+                if scale and any(run["n_stable"] > 0 for run in sweep.values()
+                                 if run is not None):
+                    agree += best == paper_p
+                    chances.append(1 / sum(run is not None for run in sweep.values()))
+                else:
+                    left_out.append(f"{env} {algorithm} {eps:g}")
+                finals = [(np.inf if sweep[p] is None else sweep[p].final) if p in sweep
+                          else None for p in P_GRID]
+                rows.append((env, algorithm, eps, *finals, best, paper_p))
+    return Table1Tally(rows, agree, len(chances), chances, left_out)
+
+
 def split_gap(scored: Sequence[Scored], eps: float) -> tuple[list[Scored], list[Scored],
                                                               PairedGap]:
     """Table 2's split with BCQ at ``eps``: ours with ``eps1 = 3 eps / 4`` and ``p = 1``,
