@@ -27,6 +27,9 @@ from dprl.validation import require_array, require_int, require_nonnegative, req
 
 #: Bisection steps of :func:`epsilon_lower_bound` after bracketing (App. D: 30).
 BISECTION_STEPS = 40
+#: The most correct guesses :func:`p_value` takes: its worst case over the ``v`` tails needs
+#: ``v`` floats (80 MB here); audits of more canaries split them into runs of at most this.
+MAX_CORRECT = 10**7
 
 
 def correct_guess_probability(eps: float) -> float:
@@ -49,6 +52,9 @@ def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
     """The main theorem's bound on ``P[W >= v]`` for ``m`` canaries, ``r`` guesses and ``v``
     correct under ``(eps, delta)``-DP (module docstring), capped at 1."""
     m, r, v = _counts(m, r, v)
+    if v > MAX_CORRECT:
+        raise ValueError(f"v must be <= MAX_CORRECT = {MAX_CORRECT} (the bound needs v floats), "
+                         f"got {v}: audit fewer canaries per run")
     q = correct_guess_probability(eps)
     delta = require_probability("delta", delta, open_high=True)
     tail = float(binom.sf(v - 1, r, q))

@@ -159,3 +159,9 @@ def test_paper_scale_trains_the_papers_network_with_its_own_seed():
     paper, smoke_config = (get(EXPERIMENT).config(s) for s in ("paper", "smoke"))
     assert paper.hidden == PAPER_HIDDEN and paper.root_seed == smoke_config.root_seed == 1720
     assert paper.accountant == "pld" and paper.n_trials == 1
+
+
+def test_too_many_correct_guesses_are_refused_before_any_allocation():
+    from dprl.one_run_audit import MAX_CORRECT, p_value
+    with pytest.raises(ValueError, match="MAX_CORRECT"):
+        p_value(10**9, 10**9, MAX_CORRECT + 1, 1.0, 1e-5)

@@ -78,3 +78,11 @@ def test_the_paper_scale_graph_swaps_the_costs_and_keeps_the_dependencies():
 
     for experiment in {t.experiment for t in book.tasks}:
         assert waits_for(paper, experiment) == waits_for(book, experiment)
+
+
+def test_each_cost_takes_only_its_papers_results():
+    from dprl.experiments.paper_scale import sharma_cost, xie_cost
+    with pytest.raises(ValueError, match="experiment_id"):
+        xie_cost("sharma2025-cartpole-training")
+    with pytest.raises(ValueError, match="experiment_id"):
+        sharma_cost("xie2019-hiv-large")

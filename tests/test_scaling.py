@@ -171,3 +171,9 @@ def test_committed_graph_scales_within_its_bounds(committed):
     assert math.isclose(walls[-1], sum(t.cost_s for t in path))  # enough workers: the path
     table = scaling_table(committed)
     assert [row[0] for row in table.rows] == list(WORKERS)
+
+
+def test_task_graph_refuses_a_results_folder_that_does_not_exist(tmp_path):
+    from dprl.experiments.scaling import task_graph
+    with pytest.raises(ValueError, match="results_dir"):
+        task_graph(tmp_path / "nonexistent")

@@ -28,7 +28,7 @@ from dprl.experiments.runner import RESULTS_DIR, result_paths
 from dprl.experiments.scaling import Task, TaskGraph, task_graph
 from dprl.experiments.storage import read_sidecar
 from dprl.tables import Table
-from dprl.validation import require_int
+from dprl.validation import require_choice, require_int
 
 #: Sharma et al.'s training results and Xie et al.'s largest-m results.
 SHARMA_RESULTS = tuple(f"sharma2025-{env}-training"
@@ -94,6 +94,7 @@ def _sharma_run_costs(experiment_id: str, results_dir: Path | str
     lengths, the recorded seconds times the ratio of the paper's steps to the book's
     (exactly the recorded seconds where every run keeps the cap); and each run's at its
     paper length."""
+    require_choice("experiment_id", experiment_id, SHARMA_RESULTS)
     config = get(experiment_id).config("paper")
     book_s = _record(experiment_id, results_dir)["cpu_time_s"]
     book_steps = config.steps * config.n_trials
@@ -111,6 +112,7 @@ def sharma_cost(experiment_id: str, results_dir: Path | str = RESULTS_DIR) -> Co
 def xie_cost(experiment_id: str, trials: int = XIE_TRIALS,
              results_dir: Path | str = RESULTS_DIR) -> Cost:
     """A Xie largest-m result at ``trials`` trials, each costing the recorded mean."""
+    require_choice("experiment_id", experiment_id, XIE_RESULTS)
     record = _record(experiment_id, results_dir)
     per_trial = record["cpu_time_s"] / record["n_trials"]
     return Cost(experiment_id, record["cpu_time_s"],
