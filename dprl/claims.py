@@ -58,7 +58,7 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def _graded(holds: object, partly: object) -> str:
+def graded(holds: object, partly: object) -> str:
     """HOLDS when ``holds``, PARTIAL when only ``partly``, FAILS otherwise; both must be bools
     (Python or numpy) computed from results."""
     for name, value in (("holds", holds), ("partly", partly)):
@@ -77,7 +77,7 @@ def claim(source: str, statement: str, holds: bool, section: str = "", *,
     stays reachable. The numbers (rounded to 4 significant digits) are the evidence printed
     with it, the criterion's thresholds among them.
     """
-    verdict = _graded(holds, partly)
+    verdict = graded(holds, partly)
     if not source or any(c in source for c in "[],\n"):
         raise ValueError(f"source must be non-empty, on one line, without brackets or commas, "
                          f"got {source!r}")
@@ -323,7 +323,7 @@ class CountRule:
     @property
     def verdict(self) -> str:
         """HOLDS, PARTIAL or FAILS, as :func:`claim` grades the rule."""
-        return _graded(self.holds, self.partly)
+        return graded(self.holds, self.partly)
 
     def numbers(self) -> dict[str, object]:
         """The evidence for :func:`claim`: counts, threshold, null probability."""

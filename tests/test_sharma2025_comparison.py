@@ -104,3 +104,12 @@ def test_table1_counts_only_decidable_cells_with_a_release_and_their_chance_of_a
     assert tally.left_out == ["CartPole BCQ 7.5", "CartPole BCQ 10"]
     assert tally.chances == [1 / 5, 1 / 4]                     # eps = 10: p = 0 did not train
     assert tally.rows[1][3] == np.inf                          # shown as "trained on nothing"
+
+
+def test_table1s_rule_passes_only_on_agreements_improbable_at_random():
+    tally = cmp.Table1Tally([], agree=3, counted=4, chances=[0.25] * 4, left_out=[])
+    # P(A >= 3) = 4 (1/4)^3 (3/4) + (1/4)^4 = 13/256
+    assert tally.p_value == pytest.approx(13 / 256)
+    assert not tally.partly(0.05) and tally.partly(0.06) and tally.holds(0.06)
+    assert tally.needed(0.05) == 4 and tally.null_probability(0.05) == pytest.approx(1 / 256)
+    assert cmp.Table1Tally([], 0, 1, [0.5], []).needed(0.05) is None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dprl.claims import NULL_LEVEL, agreement_tail, graded
 from dprl.sharma2025.accounting import table3_row
 from dprl.sharma2025.protocol import ALGORITHMS, ours_split
 from dprl.sharma2025.scores import PairedGap, Scored, above_random, paired_gap, select
@@ -129,6 +130,33 @@ class Table1Tally:
     counted: int
     chances: list[float]
     left_out: list[str]
+
+    @property
+    def p_value(self) -> float:
+        """The probability of at least this many agreements when every best p is random."""
+        return agreement_tail(self.chances, self.agree) if self.counted else 1.0
+
+    def needed(self, level: float = NULL_LEVEL) -> int | None:
+        """The fewest agreements whose probability at random is at most ``level``."""
+        return next((k for k in range(1, self.counted + 1)
+                     if agreement_tail(self.chances, k) <= level), None)
+
+    def null_probability(self, level: float = NULL_LEVEL) -> float:
+        """The rule's chance of passing when every best p is random (0: unreachable)."""
+        k = self.needed(level)
+        return 0.0 if k is None else agreement_tail(self.chances, k)
+
+    def partly(self, level: float = NULL_LEVEL) -> bool:
+        """PARTIAL: so many agreements have probability <= ``level`` at random."""
+        return self.p_value <= level
+
+    def holds(self, level: float = NULL_LEVEL, share: float = 0.75) -> bool:
+        """HOLDS: PARTIAL, and agreement in at least ``share`` of the counted cells."""
+        return self.partly(level) and self.agree >= share * self.counted
+
+    def verdict(self, level: float = NULL_LEVEL) -> str:
+        """HOLDS, PARTIAL or FAILS, as :func:`dprl.claims.claim` grades the rule."""
+        return graded(self.holds(level), self.partly(level))
 
 
 def table1_tally(scored: Mapping[str, Sequence[Scored]], steps: Mapping[str, int],
