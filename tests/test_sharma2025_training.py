@@ -304,17 +304,21 @@ def test_the_converged_pipeline_reads_the_converged_population():
                           runs=(st.Run("CQL", "nonprivate", 1e-3, 4),))
 
 
-def test_the_converged_cap_is_the_one_the_converged_curves_choose():
+@pytest.mark.parametrize("env", sorted(st.STEPS_CONVERGED))
+def test_the_converged_cap_is_the_one_the_converged_curves_choose(env):
     """STEPS_CONVERGED holds what step_cap chooses from the committed converged curves, and
-    the converged training runs are the first population's runs with SGD."""
+    the converged training runs are the first population's runs with the environment's
+    optimiser."""
     from dprl.experiments import load
     from dprl.sharma2025 import scores as sc
 
-    result = load("sharma2025-cartpole-curves-converged")
+    result = load(f"sharma2025-{env.lower()}-curves-converged")
     config = result.config
     at = Schedule(config["steps"], config["target_every"], config["checkpoints"],
                   config["eval_episodes"], config.get("eval_window")).evaluated_at
     curves = sc.learning_curves(sc.score_runs(config["runs"], result.arrays), at)
-    assert sc.step_cap(curves, st.CAP_CANDIDATES) == st.STEPS_CONVERGED["CartPole"]
-    runs = get("sharma2025-cartpole-training-converged").config("paper").runs
-    assert [dataclasses.replace(r, optimizer="adam") for r in runs] == list(st.CARTPOLE_RUNS)
+    assert sc.step_cap(curves, st.CAP_CANDIDATES) == st.STEPS_CONVERGED[env]
+    runs = get(f"sharma2025-{env.lower()}-training-converged").config("paper").runs
+    first = get(f"sharma2025-{env.lower()}-training").config("paper").runs
+    assert {r.optimizer for r in runs} == {st.OPTIMIZER_CONVERGED[env]}
+    assert [dataclasses.replace(r, optimizer="adam") for r in runs] == list(first)
