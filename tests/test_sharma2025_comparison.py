@@ -113,3 +113,40 @@ def test_table1s_rule_passes_only_on_agreements_improbable_at_random():
     assert not tally.partly(0.05) and tally.partly(0.06) and tally.holds(0.06)
     assert tally.needed(0.05) == 4 and tally.null_probability(0.05) == pytest.approx(1 / 256)
     assert cmp.Table1Tally([], 0, 1, [0.5], []).needed(0.05) is None
+
+
+def _alone_runs(ours, dpsgd):
+    runs = [_run(NONPRIVATE + d, s, method="nonprivate", algorithm="CQL")
+            for s, d in enumerate((-1.0, 0.0, 1.0))]
+    runs += [_run(f, s, method="dpsgd", algorithm="CQL", eps=10.0) for s, f in enumerate(dpsgd)]
+    return runs + [_run(f, s, method="ours", algorithm="CQL", eps=10.0, p=0.0)
+                   for s, f in enumerate(ours)]
+
+
+def test_stable_alone_suffices_within_two_errors_of_the_better_other():
+    alone = cmp.stable_alone(_alone_runs((118.0, 121.0, 119.0), (40.0, 50.0, 60.0)),
+                             "Acrobot", "CQL")
+    assert alone.best == "non-private" and alone.suffices()
+    assert np.allclose(alone.gap.differences, [-1.0, 1.0, -2.0])
+    short = cmp.stable_alone(_alone_runs((60.0, 62.0, 61.0), (40.0, 50.0, 60.0)),
+                             "Acrobot", "CQL")
+    assert short.gap.worse() and not short.suffices()
+    with pytest.raises(ValueError, match="p = 0"):
+        cmp.stable_alone(_alone_runs((1.0,) * 3, (1.0,) * 3), "CartPole", "CQL")
+
+
+def test_fig4s_trend_is_a_one_sided_slope_test_over_every_seeds_gap():
+    runs = []
+    for m, gap in zip(cmp.FIG4_EXPERTS, (0.0, 10.0, 20.0)):
+        for s, noise in enumerate((-1.0, 0.0, 1.0)):
+            common = dict(algorithm="CQL", eps=10.0, m=m)
+            runs += [_run(50.0, s, method="dpsgd", **common),
+                     _run(50.0 + gap + noise, s, method="ours", p=0.0, **common)]
+    trend = cmp.fig4_trend(runs)
+    assert trend.slope == pytest.approx(0.01) and trend.rises and trend.growing
+    assert trend.holds() and trend.partly
+    assert trend.t_needed == pytest.approx(1.894579, rel=1e-6)       # t_{0.95, 7}
+    flat = cmp.fig4_trend([r if r["method"] == "dpsgd" else _run(
+        50.0 + (r.final - 50.0) % 2, r["seed"], **{k: v for k, v in r.spec.items()
+                                                  if k != "seed"}) for r in runs])
+    assert not flat.rises and not flat.partly

@@ -6,7 +6,10 @@ optimiser the book trains on is judged by the same code.
   expert-level DP-SGD, paired by seed; decidable where the non-private learner beats the
   random policy by two standard errors (the trivial reference);
 - Table 1's *sweep*: ours at every ``p`` of the grid on seed 0, the best ``p`` by final return;
-- Table 2's *split*: ``eps1 = 0`` (the baseline) against ``eps1 = 3 eps / 4`` with ``p = 1``.
+- Table 2's *split*: ``eps1 = 0`` (the baseline) against ``eps1 = 3 eps / 4`` with ``p = 1``;
+- ``D_stable`` *alone* (Table 1's ``p = 0`` at eps = 10) against the better of DP-SGD and the
+  non-private learner;
+- Fig. 4's *trend*: the gap of ours over DP-SGD against the number of experts (Acrobot, CQL).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import linregress
+from scipy.stats import t as student_t
 
 from dprl.claims import NULL_LEVEL, agreement_tail, graded
 from dprl.sharma2025.accounting import table3_row
@@ -197,3 +202,84 @@ def split_gap(scored: Sequence[Scored], eps: float) -> tuple[list[Scored], list[
                    learning_rate=quarter[0]["learning_rate"],
                    batch_size=quarter[0]["batch_size"])
     return quarter, whole, paired_gap(whole, quarter, raw=True)
+
+
+@dataclass(frozen=True)
+class Alone:
+    """Ours on ``D_stable`` alone in one cell: its runs, its margin over the random policy,
+    the better of DP-SGD and the non-private learner (``best``, by mean final return) and
+    the paired return gap to it."""
+
+    runs: list[Scored]
+    margin: PairedGap
+    best: str
+    best_runs: list[Scored]
+    gap: PairedGap
+
+    def suffices(self, margin_se: float = 2.0) -> bool:
+        """Above the random policy by ``margin_se`` s.e., and no worse than the better of
+        the others by ``margin_se`` s.e."""
+        return self.margin.better(margin_se) and self.gap.mean >= -margin_se * self.gap.se
+
+
+def stable_alone(scored: Sequence[Scored], env: str, algorithm: str, eps: float = 10.0
+                 ) -> Alone:
+    """Sec. 6's "just D_stable suffices" in one cell: ours at Table 3's ``p = 0``."""
+    runs = fig3_runs(scored, env, algorithm, eps, "ours")
+    if not runs or {s["p"] for s in runs} != {0.0}:
+        raise ValueError(f"ours has no p = 0 runs in {env} {algorithm} at eps = {eps}")
+    others = {"DP-SGD": fig3_runs(scored, env, algorithm, eps, "dpsgd"),
+              "non-private": select(scored, method="nonprivate", algorithm=algorithm,
+                                    m=N_EXPERTS)}
+    best = max(others, key=lambda name: np.mean([s.final for s in others[name]]))
+    return Alone(runs, above_random(runs), best, others[best],
+                 paired_gap(runs, others[best], raw=True))
+
+
+#: Fig. 4's numbers of experts (nested: the first m of one public permutation).
+FIG4_EXPERTS = (1000, 2000, 3000)
+
+
+def fig4_runs(scored: Sequence[Scored], method: str, m: int) -> list[Scored]:
+    """Fig. 4's runs (Acrobot, CQL, eps = 10; the non-private learner without eps) at ``m``."""
+    return select(scored, method=method, algorithm="CQL", m=m,
+                  eps=0.0 if method == "nonprivate" else 10.0, reading="paper")
+
+
+@dataclass(frozen=True)
+class Fig4Trend:
+    """Fig. 4's paired return gaps ours - DP-SGD at each m, and their least-squares slope in
+    m over every seed's gap with a one-sided t test at ``level`` (no trend: slope 0)."""
+
+    gaps: list[PairedGap]
+    slope: float
+    stderr: float
+    t_needed: float
+
+    @property
+    def rises(self) -> bool:
+        return self.slope >= self.t_needed * self.stderr
+
+    @property
+    def growing(self) -> bool:
+        return all(a.mean < b.mean for a, b in zip(self.gaps, self.gaps[1:]))
+
+    def holds(self, margin_se: float = 2.0) -> bool:
+        """Rising, increasing at each m, and ahead by ``margin_se`` s.e. at the largest m."""
+        return self.rises and self.growing and self.gaps[-1].better(margin_se)
+
+    @property
+    def partly(self) -> bool:
+        """Rising, and ahead of DP-SGD at the largest m (no improvement to grow otherwise)."""
+        return self.rises and self.gaps[-1].mean > 0
+
+
+def fig4_trend(scored: Sequence[Scored], experts: Sequence[int] = FIG4_EXPERTS,
+               level: float = NULL_LEVEL) -> Fig4Trend:
+    """Fig. 4's claim measured: the improvement over DP-SGD against ``m``."""
+    gaps = [paired_gap(fig4_runs(scored, "ours", m), fig4_runs(scored, "dpsgd", m), raw=True)
+            for m in experts]
+    trend = linregress(np.repeat(experts, [len(g.differences) for g in gaps]),
+                       np.concatenate([g.differences for g in gaps]))
+    t_needed = float(student_t.ppf(1 - level, sum(len(g.differences) for g in gaps) - 2))
+    return Fig4Trend(gaps, float(trend.slope), float(trend.stderr), t_needed)
