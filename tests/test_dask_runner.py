@@ -8,6 +8,7 @@ import logging
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -182,12 +183,60 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
 
 
 def test_a_batch_on_a_worker_that_joined_after_the_check_is_refused(tmp_path):
-    names = sorted(settings())
-    wanted = dask_engine._environment_at_start(names)
-    other = dict(wanted, OPENBLAS_NUM_THREADS="7")
+    wanted = dask_engine._expected()
+    wanted["environ"] = dict(dask_engine._environment_at_start(sorted(settings())),
+                             OPENBLAS_NUM_THREADS="7")
     with pytest.raises(dask_engine.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
-        dask_engine._batch_task(other, EXPERIMENT, "smoke", 0, 2, tmp_path)
+        dask_engine._batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
+    wanted = dict(dask_engine._expected(), source="0" * 64)
+    with pytest.raises(dask_engine.WorkerRefused, match=r"other dprl sources .* sources 000000000000"):
+        dask_engine._batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def _changed_checkout(folder):
+    """A copy of this checkout's dprl package with one comment more (other sources, the
+    same bits) in ``folder``, to put first on a worker's PYTHONPATH."""
+    shutil.copytree(REPO_ROOT / "dprl", folder / "dprl",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(folder / "dprl" / "seeding.py", "a") as source:
+        source.write("# an uncommitted edit\n")
+    return folder
+
+
+def test_a_worker_with_other_sources_joining_late_computes_nothing_and_leaves(
+        serial, tmp_path, monkeypatch, capsys):
+    """A worker whose dprl differs by an uncommitted edit, joined after the run's check
+    (simulated: the check is skipped), refuses its batch, is reported in one line and
+    leaves; the other worker computes every batch, with the serial bits."""
+    changed = _changed_checkout(tmp_path / "checkout")
+    environment = dict(os.environ, PYTHONPATH=str(changed))
+    monkeypatch.setattr(dask_engine, "_check_workers", lambda client: dask_engine._expected())
+    with dask_engine._environment_kept(), LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, memory_limit=0,
+            dashboard_address=None, silence_logs=logging.ERROR) as local:
+        late = subprocess.Popen(
+            [sys.executable, "-m", "dask", "worker", local.scheduler_address, "--name", "late",
+             "--nthreads", "1", "--memory-limit", "0", "--no-dashboard"], cwd=tmp_path,
+            env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        try:
+            with Client(local.scheduler_address, set_as_default=False) as client:
+                client.wait_for_workers(2, timeout=120)
+                [late_address] = [a for a, info in client.scheduler_info(n_workers=-1)[
+                    "workers"].items() if info["name"] == "late"]
+                result = run(EXPERIMENT, "smoke", tmp_path / "results", progress=False,
+                             scheduler=local.scheduler_address)
+                _assert_same_bits(serial, result)
+                line = (f"a dask worker refused to compute and left the run: {late_address}: "
+                        f"other dprl sources")
+                assert line in capsys.readouterr().err
+                late.wait(timeout=60)          # closed, with its nanny
+                assert late_address not in client.scheduler_info(n_workers=-1)["workers"]
+            [machine] = result.provenance["workers"]   # every batch from this checkout
+            assert machine["source"] == dask_engine.source_digest() and machine["batches"] == 2
+        finally:
+            _stop(late)
 
 
 def test_the_scheduler_comes_from_the_argument_or_the_environment(tmp_path, monkeypatch):

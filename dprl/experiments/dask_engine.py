@@ -3,9 +3,12 @@ dask cluster (a ``LocalCluster`` of worker processes started here, a running sch
 workers, or Slurm jobs'), each experiment's after the results it reads.
 
 Every worker is checked before anything is submitted: it must have started with this
-process's floating-point settings (:mod:`dprl.floating_point`) and run dprl at the same
-commit (:class:`WorkerRefused` otherwise), so a batch computes the same bits wherever it
-runs. On a filesystem the workers share (found out by asking them) each worker saves the
+process's floating-point settings (:mod:`dprl.floating_point`) and run the same dprl sources
+(the digest of :func:`~dprl.experiments.provenance.source_digest`, which sees uncommitted
+changes as well as other commits; :class:`WorkerRefused` otherwise), so a batch computes the
+same bits wherever it runs. A worker that joins later is checked the same way before each
+batch it is given: one that differs computes nothing, closes, and reports why on
+:data:`REFUSED_TOPIC` (printed here in one line); its batch goes to another worker. On a filesystem the workers share (found out by asking them) each worker saves the
 batches it computes; otherwise the batches come back here to be saved, and the results an
 experiment reads are sent to the workers.
 """
@@ -29,18 +32,20 @@ from typing import Any
 from tqdm import tqdm
 
 from dprl import floating_point
-from dprl.experiments.provenance import git_state, worker_record
+from dprl.experiments.provenance import process_commit, source_digest, worker_record
 from dprl.experiments.batches import Part, assemble, compute, read_batch, save_batch
 from dprl.experiments.runner import Plan, Result, folder_key, load, provided_results, status
 from dprl.experiments.storage import read_json, write_text
 
 #: The environment variable that names a running dask scheduler (``tcp://host:port``).
 SCHEDULER_ENV = "DPRL_SCHEDULER"
+#: The dask event topic on which a worker that refuses a batch says why.
+REFUSED_TOPIC = "dprl-worker-refused"
 
 
 class WorkerRefused(RuntimeError):
     """A dask worker that would not compute the same bits as this process: started with
-    other floating-point settings, or running dprl at another commit (or not at all)."""
+    other floating-point settings, or running other dprl sources (or none)."""
 
 
 def scheduler_address(scheduler: str | None, jobs: int) -> str | None:
@@ -114,6 +119,7 @@ def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
     from distributed import KilledWorker, as_completed
 
     wanted = _check_workers(client)
+    client.subscribe_topic(REFUSED_TOPIC, _report_refusal)
     if shared_fs is None:
         shared_fs = _shared_filesystem(client, plans[0].results_dir)
     inputs: dict[str, Any] = {}
@@ -230,36 +236,47 @@ def _environment_kept() -> Iterator[None]:
         os.environ.update(before)
 
 
-def _check_workers(client: Any) -> dict[str, str | None]:
-    """This process's floating-point settings (the variables of
-    :func:`dprl.floating_point.settings`, None where unset), once every worker of
-    ``client`` (waiting for one, when there is none yet) is found to have started with the
-    same and to run dprl at this commit; :class:`WorkerRefused` otherwise, naming each
-    refused worker and what differs, before any batch is submitted."""
-    wanted = {name: os.environ.get(name) for name in floating_point.settings()}
+def _check_workers(client: Any) -> dict[str, Any]:
+    """What a worker must match (:func:`_expected`), once every worker of ``client``
+    (waiting for one, when there is none yet) is found to match it; :class:`WorkerRefused`
+    otherwise, naming each refused worker and what differs, before any batch is submitted."""
+    wanted = _expected()
     if not client.scheduler_info()["workers"]:
         tqdm.write(f"waiting for a dask worker to connect to {client.scheduler.address}",
                    file=sys.stderr)
         client.wait_for_workers(1)
-    states = client.run(_worker_state, sorted(wanted), on_error="return")
-    commit = git_state()["commit"]
+    states = client.run(_worker_state, sorted(wanted["environ"]), on_error="return")
     refused = []
     for address, state in sorted(states.items()):
-        if isinstance(state, BaseException):
-            refused.append(f"{address}: cannot run dprl ({type(state).__name__}: {state})")
-            continue
-        differing = _differing_settings(state["environ"], wanted)
-        if differing:
-            refused.append(f"{address}: {differing}")
-        if commit is not None and state["commit"] != commit:
-            refused.append(f"{address}: dprl at commit {state['commit']} (here: {commit})")
+        problem = (f"cannot run dprl ({type(state).__name__}: {state})"
+                   if isinstance(state, BaseException) else _mismatch(state, wanted))
+        if problem:
+            refused.append(f"{address}: {problem}")
     if refused:
         raise WorkerRefused(
-            f"{len({line.split(': ')[0] for line in refused})} of {len(states)} dask workers "
-            "would not compute the same bits as this process; start them from a checkout "
-            "at the same commit with `env $(python -m dprl env) dask worker ...`:\n  "
-            + "\n  ".join(refused))
+            f"{len(refused)} of {len(states)} dask workers would not compute the same bits "
+            "as this process; start them from a checkout with the same dprl sources (here: "
+            f"commit {wanted['commit']}, no other change) with "
+            "`env $(python -m dprl env) dask worker ...`:\n  " + "\n  ".join(refused))
     return wanted
+
+
+def _expected() -> dict[str, Any]:
+    """What every worker must match: this process's floating-point settings (the variables
+    of :func:`dprl.floating_point.settings`, None where unset) and its dprl sources (their
+    digest; the commit is named in messages)."""
+    return {"environ": {name: os.environ.get(name) for name in floating_point.settings()},
+            "source": source_digest(), "commit": process_commit()}
+
+
+def _mismatch(state: dict[str, Any], wanted: dict[str, Any]) -> str:
+    """How a worker's :func:`_worker_state` differs from ``wanted`` (empty if it does not)."""
+    problems = [_differing_settings(state["environ"], wanted["environ"])]
+    if state["source"] != wanted["source"]:
+        problems.append(f"other dprl sources (commit {state['commit']}, sources "
+                        f"{state['source'][:12]}; here: commit {wanted['commit']}, sources "
+                        f"{wanted['source'][:12]})")
+    return ", ".join(problem for problem in problems if problem)
 
 
 def _differing_settings(found: dict[str, str | None], wanted: dict[str, str | None]) -> str:
@@ -289,27 +306,50 @@ def _environment_at_start(names: Sequence[str]) -> dict[str, str | None]:
 
 
 def _worker_state(names: Sequence[str]) -> dict[str, Any]:
-    """A worker's environment at its start (the variables ``names``) and the commit of its
-    dprl checkout: run on every worker by :func:`_check_workers`."""
-    return {"environ": _environment_at_start(names), "commit": git_state()["commit"]}
+    """A worker's environment at its start (the variables ``names``), the digest of its
+    dprl sources and its checkout's commit: run on every worker by :func:`_check_workers`,
+    and before each batch by :func:`_batch_task`."""
+    return {"environ": _environment_at_start(names), "source": source_digest(),
+            "commit": process_commit()}
 
 
-def _batch_task(wanted: dict[str, str | None], experiment_id: str, scale: str, start: int,
+def _batch_task(wanted: dict[str, Any], experiment_id: str, scale: str, start: int,
                 stop: int, partial: Path | None, inputs: tuple = ()) -> Part:
     """Trials ``start .. stop - 1`` computed on a dask worker, with the results ``inputs``
     (:func:`~dprl.experiments.runner.provided_results`), and saved in ``partial`` unless
-    None (no shared filesystem); refused (:class:`WorkerRefused`) unless the worker started
-    with the floating-point settings ``wanted``: one that joined the cluster after
-    :func:`_check_workers` is checked here."""
-    differing = _differing_settings(_environment_at_start(list(wanted)), wanted)
-    if differing:
-        raise WorkerRefused(f"a dask worker started with other floating-point settings than "
-                            f"the run's: {differing}")
+    None (no shared filesystem); refused unless the worker matches ``wanted``
+    (:func:`_expected`): one that joined the cluster after :func:`_check_workers` is
+    checked here, and :func:`_refuse` takes it out of the run."""
+    problem = _mismatch(_worker_state(list(wanted["environ"])), wanted)
+    if problem:
+        _refuse(problem)
     with provided_results(inputs):
         part = compute(experiment_id, scale, start, stop, (worker_record(),))
     if partial is not None:
         save_batch(partial, start, stop, part)
     return part
+
+
+def _refuse(problem: str) -> None:
+    """Take the dask worker running this task out of the run: report ``problem`` on
+    :data:`REFUSED_TOPIC`, close the worker (and its nanny), and hand the task back to the
+    scheduler for another worker. Outside a dask worker, :class:`WorkerRefused`."""
+    from distributed import Reschedule, get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:
+        raise WorkerRefused(f"this process would not compute the run's bits: {problem}") \
+            from None
+    worker.log_event(REFUSED_TOPIC, f"{worker.address}: {problem}")
+    worker.loop.add_callback(worker.close, reason="dprl: would not compute the run's bits")
+    raise Reschedule()
+
+
+def _report_refusal(event: tuple[float, str]) -> None:
+    """One line for a worker that refused a batch (:func:`_refuse`)."""
+    tqdm.write(f"a dask worker refused to compute and left the run: {event[1]}",
+               file=sys.stderr)
 
 
 @contextlib.contextmanager

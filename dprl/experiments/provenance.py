@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -17,6 +19,8 @@ from dprl import floating_point
 from dprl.experiments.registry import Experiment, TrialConfig, config_to_dict
 from dprl.paths import REPO_ROOT
 
+#: The package whose sources :func:`source_digest` reads.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 PACKAGES = ("dprl", "numpy", "scipy", "torch", "gymnasium", "box2d", "matplotlib",
             "dp-accounting")
 
@@ -35,6 +39,26 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--", ".", ":(exclude)data/results")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+@functools.lru_cache(maxsize=None)
+def source_digest(package: Path = PACKAGE_DIR) -> str:
+    """The sha256 of dprl's Python sources (each ``*.py`` file's path below ``package`` and
+    bytes, in sorted order), read once per process: two processes with the same digest run
+    the same dprl code, whatever their commits or uncommitted changes."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def process_commit() -> str | None:
+    """The commit of this process's checkout when first asked (a worker's, at its first
+    batch)."""
+    return git_state()["commit"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -93,20 +117,25 @@ def provenance(experiment: Experiment, scale: str, config: TrialConfig,
 
 
 def worker_record() -> dict[str, Any]:
-    """The dask worker computing a batch: its host name, processor vendor and model, and
-    process id."""
+    """The dask worker computing a batch: its host name, processor vendor and model, process
+    id, the commit of its checkout and the digest of its dprl sources."""
     cpu = floating_point.processor()
     return {"hostname": platform.node(), "vendor": cpu["vendor"], "model": cpu["model"],
-            "pid": os.getpid()}
+            "pid": os.getpid(), "commit": process_commit(), "source": source_digest()}
+
+
+#: The fields of :func:`worker_record` that :func:`workers_summary` groups by.
+MACHINE_FIELDS = ("hostname", "vendor", "model", "commit", "source")
 
 
 def workers_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The machines of the workers ``records`` (:func:`worker_record`, one per batch): per
-    host name and processor, how many worker processes computed how many batches."""
+    """The machines and code of the workers ``records`` (:func:`worker_record`, one per
+    batch): per host name, processor, commit and source digest, how many worker processes
+    computed how many batches."""
     machines: dict[tuple, list[int]] = {}
     for record in records:
-        key = (record["hostname"], record["vendor"], record["model"])
+        key = tuple(record.get(name) for name in MACHINE_FIELDS)
         machines.setdefault(key, []).append(record["pid"])
-    return [{"hostname": hostname, "vendor": vendor, "model": model,
-             "workers": len(set(pids)), "batches": len(pids)}
-            for (hostname, vendor, model), pids in sorted(machines.items(), key=str)]
+    return [{**dict(zip(MACHINE_FIELDS, key)), "workers": len(set(pids)),
+             "batches": len(pids)}
+            for key, pids in sorted(machines.items(), key=str)]
