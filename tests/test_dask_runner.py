@@ -403,3 +403,16 @@ def test_slurm_jobs_start_pinned_workers_from_this_checkout(monkeypatch):
     assert lines.index(cd) < lines.index(export) < lines.index(worker)
     assert worker.startswith(sys.executable) and "--nthreads 1" in worker
     assert "#SBATCH -J dprl" in script
+
+
+def test_a_scheduler_without_workers_is_one_error_after_the_wait(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(dask_engine, "WORKER_WAIT_S", 2.0)
+    with LocalCluster(n_workers=0, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as empty:
+        started = time.monotonic()
+        assert main(["run", EXPERIMENT, "--scheduler", empty.scheduler_address,
+                     "--results-dir", str(tmp_path)]) == 1
+        assert time.monotonic() - started < 30
+    err = capsys.readouterr().err
+    assert f"error: no dask worker connected to {empty.scheduler_address} within 2 s" in err
+    assert "Traceback" not in err

@@ -41,6 +41,8 @@ from dprl.experiments.storage import read_json, write_text
 SCHEDULER_ENV = "DPRL_SCHEDULER"
 #: The dask event topic on which a worker that refuses a batch says why.
 REFUSED_TOPIC = "dprl-worker-refused"
+#: How long a run waits for its first dask worker (seconds) before it stops with one line.
+WORKER_WAIT_S = 600.0
 
 
 class WorkerRefused(RuntimeError):
@@ -106,8 +108,9 @@ def probe_scheduler(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
 
 
 class WorkerLost(RuntimeError):
-    """A dask worker died (or was stopped) while computing a batch, too often for the
-    scheduler to retry it; the batches finished before are saved."""
+    """No dask worker to compute the run: one died (or was stopped) while computing a batch,
+    too often for the scheduler to retry it (the batches finished before are saved), or none
+    connected within :data:`WORKER_WAIT_S`."""
 
 
 def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
@@ -244,7 +247,13 @@ def _check_workers(client: Any) -> dict[str, Any]:
     if not client.scheduler_info()["workers"]:
         tqdm.write(f"waiting for a dask worker to connect to {client.scheduler.address}",
                    file=sys.stderr)
-        client.wait_for_workers(1)
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError:
+            raise WorkerLost(f"no dask worker connected to {client.scheduler.address} within "
+                             f"{WORKER_WAIT_S:g} s (with --slurm: are the jobs queued or "
+                             "failing? see squeue and the jobs' logs); nothing was computed"
+                             ) from None
     states = client.run(_worker_state, sorted(wanted["environ"]), on_error="return")
     refused = []
     for address, state in sorted(states.items()):
