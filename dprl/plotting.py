@@ -74,6 +74,9 @@ STYLES: dict[str, Look] = {
     "symmetrised PLD": Look(PURPLE, "*"), "Poisson PLD, orders apart": Look(SKY, "P", "--"),
     # Sharma's first expert populations, each run stopped at a random budget (issue 40)
     "experts, random budgets": Look(BLUE, "", "--"),
+    # Sec. 6's comparison on each population (experiments chapter, the regenerated runs)
+    "first populations (random budgets)": Look(GREY, "s", "none"),
+    "experts trained longer": Look(GREEN, "D", "none"),
     # Xie et al. (2019), Sec. 6: step-size schedules of the exact recursion
     "constant step": Look(VERMILLION, "^"), "diminishing step": Look(BLUE, "p"),
     # Sharma et al. (2025)
