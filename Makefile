@@ -91,7 +91,8 @@ spot-check-heavy: $(STAMP)
 LAB_ARGS ?=
 
 # The built book in headless Chromium (installed from Debian's packages when missing): every
-# page typeset, the scorecard a table, no broken internal link; screenshots in _build/screens/
+# page typeset, the scorecard a table, no broken internal link, figure text of 9 px or more,
+# nothing wider than a 400 px window, long outputs folded; screenshots in _build/screens/
 .PHONY: check-book
 check-book: $(STAMP)
 	$(BIN)/python .ci/check_book.py _build/html --screens _build/screens

@@ -11,10 +11,15 @@ the page's content column at 1280 px (measured by a script the server adds to ev
 the book's wrapping of outputs turned off), on a table whose neighbouring cell texts touch (no
 padding) or that is wider than its column with no scroll frame (an ``overflow-x`` box with a
 background cue), on a reference to the project's issues ("issue 28"), which readers cannot
-see, and on a list that Markdown started in the middle of
+see, on a list that Markdown started in the middle of
 a sentence (a one-item list right after a paragraph that does not end with a colon: a line of
-prose that began with "1. " or "- "). Saves a screenshot of each page under the screenshots
-folder for a human look.
+prose that began with "1. " or "- "), on a figure whose smallest text the page shows below 9 px
+at 1280 px (the size its PNG records, dprl.plotting.figure_png, times the image's shown/natural
+width) or whose PNG records none, on a page that scrolls sideways in a 400 px wide window (or at
+1280 px), naming what sticks out, or whose article has a box that cuts off its content (a
+formula in the theme's ``overflow: hidden``), and on a cell's text output taller than 2500 px
+that is not folded in a ``<details>``. Saves screenshots of each page (at 1280 px and, in a
+400 px frame, ``*__400px.png``) under the screenshots folder for a human look.
 
 usage: python .ci/check_book.py [HTML_DIR] [--screens DIR] [--jobs N]
 """
@@ -36,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from html import escape
 from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,14 +57,54 @@ REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 NOT_FILES = re.compile(r"^(?:mailto|data|javascript|tel):", re.IGNORECASE)
 #: Cell texts of one table row closer than this are "touching" (no padding between them)
 MIN_CELL_GAP_PX = 6
-# Added to every served page: after the load, each text output of a cell (not its code) laid
-# out in one line per line, as the book's wrapping (wrap-outputs.css) would not, without the
-# verdict lines of dprl.claims (a record the scorecard collects), as [its width, its column's
-# width, its first characters] in <meta name="check-book-wide-outputs">; and each table of the
-# article as [its first touching cells or null, whether it is wider than its parent with no
-# scroll frame, its width, the article's width, its first characters] in
-# <meta name="check-book-tables">
-MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() => {
+#: The smallest figure text a reader may be shown, in CSS px at a 1280 px window; the PNG text
+#: chunk where dprl.plotting.figure_png records an image's smallest text (JSON: "px", its font
+#: size in image pixels, and "text")
+MIN_FIGURE_TEXT_PX = 9.0
+FIGURE_TEXT_KEY = "dprl:smallest-text"
+#: The narrow window (a phone's) in which no page may scroll sideways, and the path under which
+#: the server wraps a page in a frame that wide
+NARROW_PX = 400
+NARROW_PREFIX = "check-book-narrow/"
+#: A text output taller than this (CSS px at 1280 px) must be folded in a <details>
+TALL_OUTPUT_PX = 2500
+#: Content that a box with overflow hidden cuts off by at most this is an accent's overhang
+#: (the bar of a typeset r-bar reaches 2 px past its box), not lost text
+CUT_TOLERANCE_PX = 3
+# Added to every served page: after the load and MathJax's typesetting, each text output of a
+# cell (not its code) taller than TALL_OUTPUT_PX outside a <details>, as [its height, its first
+# characters] in <meta name="check-book-tall-outputs">; then, with every <details> opened (what
+# a reader may unfold is checked too): each text output laid out in one line per line, as the
+# book's wrapping (wrap-outputs.css) would not, without the verdict lines of dprl.claims (a
+# record the scorecard collects), as [its width, its column's width, its first characters] in
+# <meta name="check-book-wide-outputs">; each table of the article as [its first touching cells
+# or null, whether it is wider than its parent with no scroll frame, its width, the article's
+# width, its first characters] in <meta name="check-book-tables">; each image of a cell's output
+# as [its path, its natural width, its shown width, the id of its figure] in <meta
+# name="check-book-images">; and whether the page scrolls sideways, as [the window's width,
+# the width of the content that scrolls (0: none), up to 3 elements that stick out as [tag and
+# classes, their right edge, their first characters], up to 3 boxes of the article that cut off
+# their content as [tag and classes, the content's width, the box's width, its first
+# characters]] in <meta name="check-book-overflow">: in the page's own document, or, for a page
+# in the server's narrow frame, in the frame's parent.
+MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    await MathJax.startup.promise.catch(() => null);
+  const note = (name, value, doc = document) => {
+    const meta = doc.createElement("meta");
+    meta.name = name;
+    meta.content = JSON.stringify(value);
+    doc.head.appendChild(meta);
+  };
+  const tall = [];
+  for (const pre of document.querySelectorAll("div.cell_output pre, div.output pre")) {
+    const height = pre.getBoundingClientRect().height;
+    if (height > TALL_OUTPUT_PX && !pre.closest("details"))
+      tall.push([Math.round(height), pre.textContent.trim().slice(0, 50)]);
+  }
+  note("check-book-tall-outputs", tall);
+  const folded = [...document.querySelectorAll("details:not([open])")];
+  folded.forEach(details => { details.open = true; });
   const wide = [];
   for (const pre of document.querySelectorAll("div.cell_output pre, div.output pre")) {
     const copy = pre.cloneNode(false);
@@ -71,10 +117,7 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
       wide.push([copy.scrollWidth, pre.clientWidth, copy.textContent.trim().slice(0, 50)]);
     copy.remove();
   }
-  const meta = document.createElement("meta");
-  meta.name = "check-book-wide-outputs";
-  meta.content = JSON.stringify(wide);
-  document.head.appendChild(meta);
+  note("check-book-wide-outputs", wide);
   const textBox = cell => {
     const range = document.createRange();
     range.selectNodeContents(cell);
@@ -105,11 +148,100 @@ MEASURE_SCRIPT = """<script>window.addEventListener("load", () => setTimeout(() 
                  && !framed(table), table.scrollWidth, column,
                  table.textContent.trim().slice(0, 40)]);
   }
-  const measured = document.createElement("meta");
-  measured.name = "check-book-tables";
-  measured.content = JSON.stringify(tables);
-  document.head.appendChild(measured);
-}, 0));</script>""".replace("MIN_CELL_GAP_PX", str(MIN_CELL_GAP_PX))
+  note("check-book-tables", tables);
+  const images = [];
+  for (const img of document.querySelectorAll("div.cell_output img")) {
+    const named = img.closest("figure[id]") || img.closest("[id]");
+    images.push([new URL(img.currentSrc || img.src).pathname, img.naturalWidth,
+                 Math.round(img.getBoundingClientRect().width * 10) / 10,
+                 named ? named.id : (img.alt || "").slice(0, 40)]);
+  }
+  note("check-book-images", images);
+  // the page scrolls sideways when the root, or a box holding the article (a theme may let
+  // its article container scroll), has more content than width
+  const describe = el =>
+    el.tagName.toLowerCase() + [...el.classList].slice(0, 2).map(c => "." + c).join("");
+  const page = new Set([document.documentElement, document.body]);
+  for (let box = document.querySelector("article"); box; box = box.parentElement) page.add(box);
+  const scrolling = [...page].find(box => box.scrollWidth > box.clientWidth + 1);
+  const found = [];
+  if (scrolling) {
+    const edge = scrolling === document.documentElement ? scrolling.clientWidth
+      : scrolling.getBoundingClientRect().left + scrolling.clientLeft + scrolling.clientWidth;
+    const framedBy = el => {  // inside a box that scrolls or clips on its own (not the page's)
+      for (let box = el.parentElement; box; box = box.parentElement) {
+        const style = getComputedStyle(box);
+        if (style.position === "fixed" || (!page.has(box) && style.overflowX !== "visible"))
+          return true;
+      }
+      return false;
+    };
+    const outside = el => !page.has(el) && getComputedStyle(el).position !== "fixed"
+      && !framedBy(el);
+    const boxRight = el => {
+      const box = el.getBoundingClientRect();
+      return box.width || box.height ? box.right : -Infinity;
+    };
+    // what sticks out: the outermost elements whose own box does (a code span, a formula),
+    // else the innermost whose text does (a long word in a paragraph)
+    let over = [...document.body.querySelectorAll("*")].filter(
+      el => boxRight(el) > edge + 1 && outside(el));
+    const overSet = new Set(over);
+    over = over.filter(el => !overSet.has(el.parentElement));
+    if (!over.length) {
+      const textRight = el => boxRight(el) === -Infinity ? -Infinity
+        : el.getBoundingClientRect().left + el.scrollWidth;
+      const sticks = el => textRight(el) > edge + 1 && outside(el);
+      over = [...document.body.querySelectorAll("*")].filter(
+        el => sticks(el) && ![...el.children].some(sticks));
+    }
+    for (const el of over.slice(0, 3)) {
+      const named = el.closest("mjx-container") || el;
+      const reach = Math.max(boxRight(el), el.getBoundingClientRect().left + el.scrollWidth);
+      found.push([describe(el), Math.round(reach), named.textContent.trim().slice(0, 40)]);
+    }
+  }
+  // boxes of the article that cut off what does not fit them (overflow: hidden): their
+  // content in the flow (not what is positioned apart, as MathJax's hidden MathML) reaches
+  // past their right edge
+  const flowRight = el => {
+    let right = -Infinity;
+    for (const child of el.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE && child.textContent.trim()) {
+        const range = document.createRange();
+        range.selectNodeContents(child);
+        right = Math.max(right, range.getBoundingClientRect().right);
+      } else if (child.nodeType === Node.ELEMENT_NODE
+                 && !["absolute", "fixed"].includes(getComputedStyle(child).position)) {
+        const box = child.getBoundingClientRect();
+        if (box.width || box.height) right = Math.max(right, box.right);
+        right = Math.max(right, flowRight(child));
+      }
+    }
+    return right;
+  };
+  const apart = el => {  // positioned out of the flow, as a visually hidden copy
+    for (let box = el; box && box.tagName !== "ARTICLE"; box = box.parentElement)
+      if (["absolute", "fixed"].includes(getComputedStyle(box).position)) return true;
+    return false;
+  };
+  const cut = [];
+  for (const el of document.querySelectorAll("article *")) {
+    if (cut.length === 3) break;
+    if (!["hidden", "clip"].includes(getComputedStyle(el).overflowX) || !el.clientWidth
+        || el.scrollWidth <= el.clientWidth + 1 || apart(el)) continue;
+    const left = el.getBoundingClientRect().left + el.clientLeft;
+    const content = flowRight(el) - left;
+    if (content > el.clientWidth + CUT_TOLERANCE_PX)
+      cut.push([describe(el), Math.round(content), el.clientWidth,
+                el.textContent.trim().slice(0, 40)]);
+  }
+  note("check-book-overflow",
+       [window.innerWidth, scrolling ? scrolling.scrollWidth : 0, found, cut],
+       window.parent === window ? document : window.parent.document);
+  folded.forEach(details => { details.open = false; });
+}, 0));</script>""".replace("MIN_CELL_GAP_PX", str(MIN_CELL_GAP_PX)).replace(
+    "TALL_OUTPUT_PX", str(TALL_OUTPUT_PX)).replace("CUT_TOLERANCE_PX", str(CUT_TOLERANCE_PX))
 #: A reference a reader cannot follow: the project's issue tracker
 ISSUE_REFERENCE = re.compile(r"\bissues? \d+\b", re.IGNORECASE)
 # How many widths of its column an output's longest line may take (1: none wraps)
@@ -257,6 +389,86 @@ def table_problems(rendered: PageParts, page: str) -> list[str]:
     return problems
 
 
+def png_texts(path: Path) -> dict[str, str] | None:
+    """The text chunks (tEXt, and uncompressed iTXt) of the PNG at ``path``; None when it is no
+    PNG."""
+    data = path.read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    texts, at = {}, 8
+    while at + 8 <= len(data):
+        length, kind = int.from_bytes(data[at:at + 4], "big"), data[at + 4:at + 8]
+        body = data[at + 8:at + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            texts[key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"iTXt":
+            key, _, rest = body.partition(b"\0")
+            if rest[:1] == b"\0":  # not compressed: flags, language and translated keyword
+                texts[key.decode("latin-1")] = rest[2:].split(b"\0", 2)[-1].decode("utf-8")
+        elif kind == b"IEND":
+            break
+        at += 12 + length
+    return texts
+
+
+def figure_text_problems(rendered: PageParts, page: str, root: Path) -> list[str]:
+    """Figures (images of cell outputs) whose smallest text, as their PNG records it
+    (:data:`FIGURE_TEXT_KEY`) times the image's shown/natural width, is below
+    :data:`MIN_FIGURE_TEXT_PX`, or whose PNG records none; a problem too when the measuring
+    script left no measurement."""
+    if "check-book-images" not in rendered.meta:
+        return [f"{page}: the image-measuring script did not run"]
+    problems = []
+    for path, natural, shown, name in json.loads(rendered.meta["check-book-images"]):
+        file = root / unquote(path).lstrip("/")
+        texts = png_texts(file) if file.is_file() and natural and shown else None
+        if texts is None:  # no PNG (reference_problems reports a missing file), or not shown
+            continue
+        if FIGURE_TEXT_KEY not in texts:
+            problems.append(f"{page}: figure {name or path} records no text size (shown "
+                            f"without dprl.plotting.show, or stored before it measured "
+                            f"text: re-execute its chapter)")
+            continue
+        record = json.loads(texts[FIGURE_TEXT_KEY] or "{}")
+        if not record:
+            continue  # a figure without text
+        size = record["px"] * shown / natural
+        if size < MIN_FIGURE_TEXT_PX:
+            problems.append(f"{page}: figure {name or path}: its smallest text "
+                            f"({record['text']!r}) is {size:.1f} px as shown ({record['px']} px "
+                            f"in a {natural} px wide image shown {shown:g} px wide), under "
+                            f"{MIN_FIGURE_TEXT_PX:g} px")
+    return problems
+
+
+def overflow_problems(rendered: PageParts, page: str) -> list[str]:
+    """A page that scrolls sideways in its window, with what sticks out, and boxes of its
+    article that cut off content wider than them (the theme's formulas: ``overflow: hidden``),
+    from the injected :data:`MEASURE_SCRIPT`; a problem too when the script left no
+    measurement."""
+    if "check-book-overflow" not in rendered.meta:
+        return [f"{page}: the overflow-measuring script did not run"]
+    window, content, found, cut = json.loads(rendered.meta["check-book-overflow"])
+    problems = [f"{page}: in a {window} px wide window <{tag}> {text!r} is cut off ({inside} px "
+                f"of content in {width} px, overflow hidden)" for tag, inside, width, text in cut]
+    if content:
+        sticking = "; ".join(f"<{tag}> {text!r} reaches {right} px" for tag, right, text in found)
+        problems.insert(0, f"{page}: in a {window} px wide window the page scrolls sideways "
+                           f"({content} px of content): {sticking or 'no element found'}")
+    return problems
+
+
+def tall_output_problems(rendered: PageParts, page: str) -> list[str]:
+    """Text outputs taller than :data:`TALL_OUTPUT_PX` not folded in a ``<details>`` (from the
+    injected :data:`MEASURE_SCRIPT`); a problem too when the script left no measurement."""
+    if "check-book-tall-outputs" not in rendered.meta:
+        return [f"{page}: the output-height script did not run"]
+    return [f"{page}: a text output is {height} px tall, over {TALL_OUTPUT_PX} px, and not "
+            f"folded (tag its cell hide-output, or show it in a <details>): {start!r}"
+            for height, start in json.loads(rendered.meta["check-book-tall-outputs"])]
+
+
 def issue_problems(rendered: PageParts, page: str) -> list[str]:
     """References to the project's issues, which a reader cannot see."""
     text = " ".join(rendered.text)
@@ -347,12 +559,15 @@ def find_browser() -> str:
     return shutil.which("chromium")
 
 
-def render(browser: str, url: str, screenshot: Path) -> str:
-    """The DOM of ``url`` after its scripts ran; saves its screenshot on the way. The browser
-    runs in its own session, so that a timeout ends all its processes."""
+def render(browser: str, url: str, screenshot: Path, window: tuple[int, int] = (1280, 2400)
+           ) -> str:
+    """The DOM of ``url`` after its scripts ran, in a window of ``window`` CSS px; saves its
+    screenshot on the way. The browser runs in its own session, so that a timeout ends all
+    its processes."""
+    flags = [flag for flag in BROWSER_FLAGS if not flag.startswith("--window-size=")]
     with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
-        command = [browser, *BROWSER_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                   f"--screenshot={screenshot}", url]
+        command = [browser, *flags, f"--window-size={window[0]},{window[1]}",
+                   f"--user-data-dir={profile}", "--dump-dom", f"--screenshot={screenshot}", url]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    text=True, start_new_session=True)
         try:
@@ -367,22 +582,32 @@ def render(browser: str, url: str, screenshot: Path) -> str:
 
 
 def check_page(page: str, root: Path, base_url: str, browser: str, screens: Path) -> list[str]:
-    """Every problem of one page (an empty list when it renders as it should)."""
+    """Every problem of one page (an empty list when it renders as it should): loaded at
+    1280 px, then in a frame :data:`NARROW_PX` wide."""
     html = (root / page).read_text(encoding="utf-8")
     static = parse(html)
     screenshot = screens / (page.removesuffix(".html").replace("/", "__") + ".png")
-    try:
-        rendered = parse(render(browser, base_url + page, screenshot))
-    except subprocess.TimeoutExpired:
-        return [f"{page}: the browser did not finish loading it in {PAGE_TIMEOUT_S} s"]
-    except subprocess.CalledProcessError as failed:
-        return [f"{page}: the browser exited with status {failed.returncode}"]
+    narrow_shot = screenshot.with_name(screenshot.stem + f"__{NARROW_PX}px.png")
+    loads = {"": (base_url + page, screenshot, (1280, 2400)),
+             f" in a {NARROW_PX} px frame": (base_url + NARROW_PREFIX + page, narrow_shot,
+                                             (max(NARROW_PX, 500), 2400))}
+    doms = {}
+    for how, (url, shot, window) in loads.items():  # (headless Chromium's windows: >= 500 px)
+        try:
+            doms[how] = parse(render(browser, url, shot, window=window))
+        except subprocess.TimeoutExpired:
+            return [f"{page}: the browser did not finish loading it{how} in {PAGE_TIMEOUT_S} s"]
+        except subprocess.CalledProcessError as failed:
+            return [f"{page}: the browser exited with status {failed.returncode}{how}"]
+    rendered, narrow = doms.values()
     problems = math_problems(static, rendered, page)
     if page in TABLE_PAGES:
         problems += scorecard_problems(rendered, page)
     if not rendered.text or not screenshot.is_file():
         problems.append(f"{page}: the browser returned no page or no screenshot")
     return (problems + wide_output_problems(rendered, page) + table_problems(rendered, page)
+            + tall_output_problems(rendered, page) + figure_text_problems(rendered, page, root)
+            + overflow_problems(rendered, page) + overflow_problems(narrow, page)
             + issue_problems(rendered, page) + list_problems(html, page)
             + reference_problems(static, page, root, page_ids))
 
@@ -393,17 +618,30 @@ def with_measurement(html: str) -> str:
     return html[:at] + MEASURE_SCRIPT + html[at:] if at >= 0 else MEASURE_SCRIPT + html
 
 
+def narrow_frame(page: str) -> str:
+    """A page showing ``page`` (a path from the server's root) in a frame :data:`NARROW_PX`
+    wide, whose document the measuring script reports its overflow to."""
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{NARROW_PX} px</title>'
+            f'<style>body {{ margin: 0 }} iframe {{ border: 0; display: block }}</style></head>'
+            f'<body><iframe src="/{escape(page)}" width="{NARROW_PX}" height="2400">'
+            f'</iframe></body></html>')
+
+
 class QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         """No access log."""
 
     def do_GET(self) -> None:
-        """Files as they are, except HTML pages, which get :data:`MEASURE_SCRIPT`."""
-        path = Path(self.translate_path(self.path))
-        if path.suffix != ".html" or not path.is_file():
-            super().do_GET()
-            return
-        body = with_measurement(path.read_text(encoding="utf-8")).encode("utf-8")
+        """Files as they are, except HTML pages, which get :data:`MEASURE_SCRIPT`, and
+        :data:`NARROW_PREFIX` + a page, which shows the page in a narrow frame."""
+        if self.path.startswith("/" + NARROW_PREFIX):
+            body = narrow_frame(self.path.removeprefix("/" + NARROW_PREFIX)).encode("utf-8")
+        else:
+            path = Path(self.translate_path(self.path))
+            if path.suffix != ".html" or not path.is_file():
+                super().do_GET()
+                return
+            body = with_measurement(path.read_text(encoding="utf-8")).encode("utf-8")
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

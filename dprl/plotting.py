@@ -4,20 +4,30 @@ Every chapter calls :func:`use_book_style` once and shows every figure with :fun
 refuses a figure whose legend gives two entries of one axes the same colour and marker (issue 15,
 section 5: a reader, colour-blind or printing in grey, must tell every curve apart), moves a
 legend that covers plotted data to a free corner of its axes or outside them
-(:func:`place_legends`) and refuses a figure legend that covers data (issue 30, item 5). Curves over
+(:func:`place_legends`) and refuses a figure legend that covers data (issue 30, item 5). So that
+no figure text is shown smaller than :data:`MIN_TEXT_PX` CSS pixels (issue 42, item 1), it shrinks
+a figure wider than the book's column to the column (:func:`fit_to_column`: the page would shrink
+its image, text included), breaks the titles and labels it made too long into lines
+(:func:`wrap_long_labels`), raises any text still too small (:func:`enlarge_small_text`), refuses
+texts drawn over each other (:func:`colliding_text`) and records the figure's smallest text in its
+PNG (:func:`figure_png`), which ``make check-book`` reads. Curves over
 independent trials are drawn with :func:`band`, whose ``spread`` is the standard deviation ('sd')
 or the standard error of the mean ('se'); the caption of each figure says which.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from io import BytesIO
 from typing import Literal
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.cbook import normalize_kwargs
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_hex, to_rgb
@@ -25,7 +35,9 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
+from matplotlib.mathtext import MathTextParser
 from matplotlib.path import Path
+from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from dprl.validation import require_array
@@ -422,15 +434,307 @@ def place_legends(fig: Figure) -> None:
             fig.draw_without_rendering()
 
 
+#: The smallest text a reader may be given in a figure: a font size, in CSS pixels, as the book
+#: shows the figure in a 1280 px wide window (``make check-book`` checks it in Chromium).
+MIN_TEXT_PX = 9.0
+#: The width in CSS pixels that the book gives a figure in a 1280 px wide window (the figure box
+#: of sphinx-book-theme's text column): a wider image is shrunk to it, and its text with it.
+COLUMN_PX = 672
+#: The PNG text chunk (tEXt) where :func:`figure_png` records the smallest text of the image as
+#: JSON ``{"px": its font size in image pixels, "text": its first characters}``.
+TEXT_SIZE_KEY = "dprl:smallest-text"
+_MATH = MathTextParser("path")
+
+
+@dataclass(frozen=True)
+class DrawnText:
+    """A line of text as a figure draws it: its font size in image pixels at the figure's dpi
+    (the smallest glyph's, for math: a superscript is drawn at 70 %), the line and its artist."""
+
+    px: float
+    text: str
+    artist: Text | None
+
+
+def _smallest_points(text: str, prop, ismath) -> float:
+    """The font size in points of the smallest glyph of ``text`` drawn with ``prop``."""
+    size = prop.get_size_in_points()
+    if ismath is True:
+        glyphs = _MATH.parse(text, 72, prop).glyphs
+        return min((glyph[1] for glyph in glyphs), default=size)
+    return size
+
+
+class _TextRecorder(RendererAgg):
+    """An Agg renderer that records, instead of drawing, every line of text it is given."""
+
+    def __init__(self, width: int, height: int, dpi: float) -> None:
+        super().__init__(width, height, dpi)
+        self.drawn: list[tuple[DrawnText, float]] = []  # with the nominal size in points
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None) -> None:
+        if s.strip():
+            self.drawn.append((DrawnText(_smallest_points(s, prop, ismath) * self.dpi / 72, s,
+                                         mtext), prop.get_size_in_points()))
+
+
+def drawn_text(fig: Figure) -> list[DrawnText]:
+    """Every line of text that ``fig`` draws at its dpi (tick labels of the ticks in view,
+    labels, titles, legends, annotations), with its size in image pixels."""
+    recorder = _TextRecorder(max(1, int(fig.bbox.width)), max(1, int(fig.bbox.height)), fig.dpi)
+    fig.draw(recorder)
+    # a text of several lines draws each without naming itself: found by its lines and size
+    lines: dict[tuple[str, float], Text] = {}
+    for text in fig.findobj(Text):
+        for line in text.get_text().split("\n"):
+            lines.setdefault((line, round(text.get_fontsize(), 3)), text)
+    return [drawn if drawn.artist is not None else DrawnText(
+        drawn.px, drawn.text, lines.get((drawn.text, round(points, 3))))
+        for drawn, points in recorder.drawn]
+
+
+def png_width(fig: Figure) -> int:
+    """The width in pixels of the PNG that IPython's inline backend makes of ``fig`` (at the
+    figure's dpi, cropped to its drawn parts with ``bbox_inches="tight"``)."""
+    image = BytesIO()
+    fig.savefig(image, format="png", dpi=fig.dpi, bbox_inches="tight")
+    return int.from_bytes(image.getvalue()[16:20], "big")  # the IHDR chunk's width
+
+
+def display_scale(fig: Figure, column_px: float = COLUMN_PX) -> float:
+    """The factor by which the book shrinks ``fig``'s image: 1 when it fits the column."""
+    return min(1.0, column_px / png_width(fig))
+
+
+def small_text(fig: Figure, min_px: float = MIN_TEXT_PX,
+               column_px: float = COLUMN_PX) -> list[tuple[float, str]]:
+    """The lines of text of ``fig`` that the book shows below ``min_px`` CSS pixels, as (their
+    size as shown, the line)."""
+    scale = display_scale(fig, column_px)
+    return [(drawn.px * scale, drawn.text) for drawn in drawn_text(fig)
+            if drawn.px * scale < min_px]
+
+
+def _tick_label_axes(fig: Figure) -> dict[int, tuple]:
+    """id of each tick label of ``fig`` -> (its axis, "major" or "minor")."""
+    found = {}
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for which, ticks in (("major", axis.majorTicks), ("minor", axis.minorTicks)):
+                for tick in ticks:
+                    found[id(tick.label1)] = found[id(tick.label2)] = (axis, which)
+    return found
+
+
+def fit_to_column(fig: Figure, column_px: float = COLUMN_PX, rounds: int = 8) -> bool:
+    """Shrink ``fig``, when its image is wider than the book's column, until the image is as
+    wide as the column (the book would shrink the image, and its text with it): its width by
+    the factor c that fits and its height by sqrt(c), so that its panels keep room for the text,
+    which keeps its size in points, and so grows against them. Repeats while parts that keep
+    their size (a legend outside the axes) keep the image too wide; raises ValueError when it
+    stays too wide after ``rounds`` rounds. Returns whether it shrank ``fig``."""
+    for round_ in range(rounds):
+        width = png_width(fig)
+        if width <= column_px:
+            return round_ > 0
+        c = column_px / width
+        inches = fig.get_size_inches()
+        fig.set_size_inches(math.floor(inches[0] * c * 100) / 100,
+                            math.floor(inches[1] * math.sqrt(c) * 100) / 100)
+    if png_width(fig) > column_px:
+        raise ValueError(f"fig: its image stays wider than {column_px} px ({png_width(fig)} px): "
+                         f"a title, label or legend wider than its panel (shorten or wrap it)")
+    return True
+
+
+def _words(text: str) -> list[str]:
+    """``text`` split at the spaces outside its math ($...$), which a line may break at."""
+    words, inside = [""], False
+    for char in text:
+        if char == "$":
+            inside = not inside
+        if char == " " and not inside:
+            words.append("")
+        else:
+            words[-1] += char
+    return [word for word in words if word]
+
+
+def _wrapped(words: list[str], lines: int) -> str:
+    """``words`` in ``lines`` lines of about equal length (greedy, by characters)."""
+    target = sum(len(word) + 1 for word in words) / lines
+    out, line = [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) / 2 > target and len(out) < lines - 1:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*out, line])
+
+
+def wrap_long_labels(fig: Figure, most_lines: int = 3, rounds: int = 3) -> None:
+    """Break each axes title wider than its axes, x label wider than its axes and y label
+    taller than its axes into as few lines (at most ``most_lines``) as make it fit, at spaces
+    outside math; a figure shrunk to the column keeps its labels' size in points, and labels
+    written for a wider figure would run into their neighbours'. Repeats while the layout,
+    redone around the broken labels, leaves one too long."""
+    originals: dict[int, list[str]] = {}
+    for _ in range(rounds):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        changed = False
+        for ax in fig.axes:
+            titles = [getattr(ax, name, None) for name in ("title", "_left_title", "_right_title")]
+            for text, room, size in (
+                    *((title, ax.bbox.width, "width") for title in titles if title is not None),
+                    (ax.xaxis.label, ax.bbox.width, "width"),
+                    (ax.yaxis.label, ax.bbox.height, "height")):
+                shown = text.get_text()
+                if not shown or not text.get_visible() or (
+                        "\n" in shown and id(text) not in originals):
+                    continue  # broken into lines by the chapter itself
+                if getattr(text.get_window_extent(renderer), size) <= room:
+                    continue
+                words = originals.setdefault(id(text), _words(shown))
+                for lines in range(shown.count("\n") + 2, min(most_lines, len(words)) + 1):
+                    text.set_text(_wrapped(words, lines))
+                    changed = True
+                    if getattr(text.get_window_extent(renderer), size) <= room:
+                        break
+        if not changed:
+            return
+
+
+def enlarge_small_text(fig: Figure, min_px: float = MIN_TEXT_PX, column_px: float = COLUMN_PX,
+                       rounds: int = 5) -> None:
+    """Raise the font size of every text of ``fig`` that the book would show below ``min_px``
+    CSS pixels (a figure wider than ``column_px`` is shown shrunk to it) just enough that it
+    reaches ``min_px``; text large enough is left as it is. A tick label raises its axis's
+    tick labels, so that ticks made later match. Repeats while the layout's new size changes
+    the scale, and raises ValueError when text stays too small after ``rounds`` rounds."""
+    for _ in range(rounds):
+        scale = display_scale(fig, column_px)
+        needed: dict[int, tuple[Text, float]] = {}
+        for drawn in drawn_text(fig):
+            shown = drawn.px * scale
+            if shown >= min_px or drawn.artist is None:
+                continue
+            size = drawn.artist.get_fontsize() * min_px / shown
+            size = math.ceil(size * 4 - 1e-9) / 4  # quarter points, at least min_px shown
+            key = id(drawn.artist)
+            needed[key] = (drawn.artist, max(size, needed.get(key, (None, 0.0))[1]))
+        if not needed:
+            return
+        ticks = _tick_label_axes(fig)
+        axes_sizes: dict[tuple, float] = {}
+        for key, (artist, size) in needed.items():
+            if key in ticks:
+                axes_sizes[ticks[key]] = max(size, axes_sizes.get(ticks[key], 0.0))
+            else:
+                artist.set_fontsize(size)
+        for (axis, which), size in axes_sizes.items():
+            axis.set_tick_params(which=which, labelsize=size)
+    left = small_text(fig, min_px, column_px)
+    if left:
+        raise ValueError(f"fig: text still smaller than {min_px} px as shown: {left[:3]}")
+
+
+def _overlap(first: Bbox, second: Bbox, tolerance: float = 1.0) -> bool:
+    """Whether two boxes share more than ``tolerance`` pixels each way (below 0: come closer
+    than ``-tolerance``)."""
+    return (min(first.x1, second.x1) - max(first.x0, second.x0) > tolerance
+            and min(first.y1, second.y1) - max(first.y0, second.y0) > tolerance)
+
+
+def _shown_tick_labels(axis) -> list[Text]:
+    """The tick labels that ``axis`` draws: those of visible ticks inside its view, with text."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * max(1.0, abs(high - low))
+    return [label for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks())
+            if tick.get_visible() and low - slack <= tick.get_loc() <= high + slack
+            for label in (tick.label1, tick.label2)
+            if label.get_visible() and label.get_text()]
+
+
+def colliding_text(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of texts of ``fig`` drawn over each other: neighbouring tick labels of one axis
+    ("10000" over "20000" in a narrow panel, labels of several lines included) or the titles
+    of two axes."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    pairs = []
+    for ax in fig.axes:
+        for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            boxes = sorted(((label.get_window_extent(renderer), label)
+                            for label in _shown_tick_labels(axis)),
+                           key=lambda pair: pair[0].get_points()[0][along])
+            pairs += [(first.get_text(), second.get_text())
+                      for (box, first), (next_box, second) in zip(boxes, boxes[1:])
+                      if _overlap(box, next_box, tolerance=-1.0)]  # touching counts
+    titles = [ax.title for ax in fig.axes if ax.get_visible() and ax.title.get_text()]
+    boxes = [title.get_window_extent(renderer) for title in titles]
+    pairs += [(titles[i].get_text(), titles[j].get_text()) for i in range(len(titles))
+              for j in range(i + 1, len(titles)) if _overlap(boxes[i], boxes[j])]
+    return pairs
+
+
+def smallest_text(fig: Figure) -> DrawnText | None:
+    """The smallest line of text that ``fig`` draws (None when it draws none)."""
+    return min(drawn_text(fig), key=lambda drawn: drawn.px, default=None)
+
+
+def figure_png(fig: Figure, base64: bool = True) -> str | bytes | None:
+    """``fig`` as IPython's inline backend shows it (a PNG at the figure's dpi, cropped with
+    ``bbox_inches="tight"``; base64 text, or bytes), with its smallest text recorded under
+    :data:`TEXT_SIZE_KEY`; None for a figure without axes, as IPython's."""
+    from IPython.core.pylabtools import print_figure
+
+    smallest = smallest_text(fig)
+    record = {"px": round(smallest.px, 2), "text": smallest.text[:40]} if smallest else {}
+    return print_figure(fig, "png", bbox_inches="tight", base64=base64,
+                        metadata={TEXT_SIZE_KEY: json.dumps(record)})
+
+
+def _record_text_sizes() -> None:
+    """Make IPython (when running) show figures through :func:`figure_png`."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
 def show(fig: Figure) -> None:
     """Show ``fig`` after checking that no two legend entries of one axes share colour and
-    marker (:func:`indistinct_entries`) and moving legends off the data (:func:`place_legends`);
-    raises ValueError naming the entries, or a figure legend that covers data, otherwise."""
+    marker (:func:`indistinct_entries`), shrinking it to the book's column when wider
+    (:func:`fit_to_column`), enlarging text the book would still show too small
+    (:func:`enlarge_small_text`), breaking the titles and labels of a shrunk figure that are
+    longer than their axes into lines (:func:`wrap_long_labels`) and moving legends off the data
+    (:func:`place_legends`);
+    raises ValueError naming the entries, a figure legend that covers data or texts drawn over
+    each other (:func:`colliding_text`) otherwise. In IPython the image records its smallest
+    text (:func:`figure_png`)."""
     pairs = indistinct_entries(fig)
     if pairs:
         raise ValueError(f"fig: legend entries drawn alike (same colour and marker): {pairs}")
-    place_legends(fig)
+    shrunk = False
+    for _ in range(2):  # again when a legend moved outside its axes widened the image
+        shrunk = fit_to_column(fig) or shrunk
+        enlarge_small_text(fig)
+        if shrunk:  # labels written for the wider figure
+            wrap_long_labels(fig)
+        place_legends(fig)
+        if png_width(fig) <= COLUMN_PX and not small_text(fig):
+            break
     covered = covered_data(fig)
     if covered:
         raise ValueError(f"fig: legends cover plotted data: {covered}")
+    colliding = colliding_text(fig)
+    if colliding:
+        raise ValueError(f"fig: text drawn over other text: {colliding[:3]} (fewer panels per "
+                         f"row, fewer tick labels or shorter titles)")
+    _record_text_sizes()
     plt.show()

@@ -2,6 +2,7 @@
 hand-written pages (the browser itself runs in `make check-book`, after `make book`)."""
 
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -120,7 +121,8 @@ BROWSER = next(filter(None, map(shutil.which, check_book.BROWSERS)), None)
 def test_the_browser_measures_a_long_output_line_and_not_code_or_claims(tmp_path):
     long_line = "x = 1; " * 400
     claim = "CLAIM [a] HOLDS: s | " + "y=2, " * 400
-    page = (f"<html><head></head><body><article><div class='cell_input'><pre>{long_line}</pre>"
+    page = (f"<html><head><style>pre {{ overflow-x: auto }}</style></head><body><article>"
+            f"<div class='cell_input'><pre>{long_line}</pre>"
             f"</div><div class='cell_output'><pre>short\n{claim}</pre></div>"
             f"<div class='cell_output'><pre style='white-space: pre-wrap'>{long_line}</pre>"
             f"</div></article></body></html>")
@@ -181,7 +183,7 @@ def test_references_to_the_project_s_issues_are_problems():
 def test_the_browser_finds_unpadded_and_unframed_tables_and_the_book_s_style_fixes_them(tmp_path):
     row = "".join(f"<td>{x:.6g}</td>" for x in (0.001128, 0.9, 7.5)) + "<td>" + "w" * 300 + "</td>"
     table = f"<table class='dprl-table'><tr>{row}</tr></table>"
-    body = (f"<article style='width: 700px'><div class='cell_output'><div class='output "
+    body = (f"<article style='max-width: 700px'><div class='cell_output'><div class='output "
             f"text_html'>{table}</div></div></article>")
     style = (ROOT / "book" / "_static" / "dprl-tables.css").read_text()
     server = check_book.serve(tmp_path)
@@ -198,3 +200,139 @@ def test_the_browser_finds_unpadded_and_unframed_tables_and_the_book_s_style_fix
     assert any("cells touch" in p for p in found["plain"]), found
     assert any("no scroll frame" in p for p in found["plain"]), found
     assert found["styled"] == [], found
+
+
+def _png(path: Path, width: int, record: dict | None) -> None:
+    """A white PNG ``width`` px wide that records ``record`` as dprl.plotting.figure_png does."""
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    if record is not None:
+        info.add_text(check_book.FIGURE_TEXT_KEY, json.dumps(record))
+    Image.new("RGB", (width, 40), "white").save(path, pnginfo=info)
+
+
+def test_the_figure_text_limits_are_those_of_the_book_s_figures():
+    from dprl import plotting
+
+    assert check_book.MIN_FIGURE_TEXT_PX == plotting.MIN_TEXT_PX
+    assert check_book.FIGURE_TEXT_KEY == plotting.TEXT_SIZE_KEY
+
+
+def test_figures_whose_text_is_shown_too_small_or_not_recorded_are_problems(tmp_path):
+    (tmp_path / "_images").mkdir()
+    _png(tmp_path / "_images" / "wide.png", 1200, {"px": 12.0, "text": "10^-3"})
+    _png(tmp_path / "_images" / "fits.png", 600, {"px": 9.0, "text": "x"})
+    _png(tmp_path / "_images" / "bare.png", 600, None)
+    (tmp_path / "_images" / "logo.svg").write_text("<svg/>")
+    meta = json.dumps([["/_images/wide.png", 1200, 600, "fig-wide"],
+                       ["/_images/fits.png", 600, 600, "fig-fits"],
+                       ["/_images/bare.png", 600, 600, "fig-bare"],
+                       ["/_images/logo.svg", 50, 50, ""], ["/_images/gone.png", 0, 0, ""]])
+    rendered = check_book.parse(f"<meta name='check-book-images' content='{meta}'>")
+    assert check_book.figure_text_problems(rendered, "p.html", tmp_path) == [
+        "p.html: figure fig-wide: its smallest text ('10^-3') is 6.0 px as shown (12.0 px in a "
+        "1200 px wide image shown 600 px wide), under 9 px",
+        "p.html: figure fig-bare records no text size (shown without dprl.plotting.show, or "
+        "stored before it measured text: re-execute its chapter)"]
+    assert check_book.figure_text_problems(check_book.parse("<p>x</p>"), "p.html", tmp_path) == [
+        "p.html: the image-measuring script did not run"]
+
+
+def test_pages_that_scroll_sideways_or_cut_off_content_are_problems():
+    wide = ('[400, 612, [["code.docutils.literal", 612, "a_long_identifier"]], '
+            '[["span.math", 581, 368, "Q(s,a)"]]]')
+    fits = '[400, 0, [], []]'
+    assert check_book.overflow_problems(check_book.parse(
+        f"<meta name='check-book-overflow' content='{wide}'>"), "p.html") == [
+        "p.html: in a 400 px wide window the page scrolls sideways (612 px of content): "
+        "<code.docutils.literal> 'a_long_identifier' reaches 612 px",
+        "p.html: in a 400 px wide window <span.math> 'Q(s,a)' is cut off (581 px of content in "
+        "368 px, overflow hidden)"]
+    assert check_book.overflow_problems(check_book.parse(
+        f"<meta name='check-book-overflow' content='{fits}'>"), "p.html") == []
+    assert check_book.overflow_problems(check_book.parse("<p>x</p>"), "p.html") == [
+        "p.html: the overflow-measuring script did not run"]
+
+
+def test_tall_outputs_not_folded_are_problems():
+    limit = check_book.TALL_OUTPUT_PX
+    rendered = check_book.parse(
+        f"<meta name='check-book-tall-outputs' content='[[{limit + 1}, \"configs\"]]'>")
+    assert check_book.tall_output_problems(rendered, "p.html") == [
+        f"p.html: a text output is {limit + 1} px tall, over {limit} px, and not folded (tag "
+        f"its cell hide-output, or show it in a <details>): 'configs'"]
+    assert check_book.tall_output_problems(check_book.parse(
+        "<meta name='check-book-tall-outputs' content='[]'>"), "p.html") == []
+    assert check_book.tall_output_problems(check_book.parse("<p>x</p>"), "p.html") == [
+        "p.html: the output-height script did not run"]
+
+
+def _check(tmp_path: Path, pages: dict[str, str]) -> dict[str, list[str]]:
+    """check_page's problems of each of ``pages`` (name: HTML) served from ``tmp_path``."""
+    server = check_book.serve(tmp_path)
+    try:
+        found = {}
+        for name, page in pages.items():
+            (tmp_path / f"{name}.html").write_text(page)
+            found[name] = check_book.check_page(f"{name}.html", tmp_path,
+                                                f"http://127.0.0.1:{server.server_address[1]}/",
+                                                BROWSER, tmp_path)
+    finally:
+        server.shutdown()
+    return found
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium (make check-book installs it)")
+def test_the_browser_measures_figure_text_as_the_page_shows_it(tmp_path):
+    _png(tmp_path / "fig-wide.png", 1200, {"px": 12.0, "text": "tick"})  # shown 600 px: 6 px
+    _png(tmp_path / "fig-fits.png", 500, {"px": 12.0, "text": "tick"})  # shown as it is: 12 px
+    figure = ("<div class='cell_output'><figure id='fig-{0}'><img src='fig-{0}.png' "
+              "style='max-width: 100%' alt='a figure'></figure></div>")
+    head = "<head><style>body, figure { margin: 0 }</style></head>"
+    found = _check(tmp_path, {
+        "wide": f"<html>{head}<body><article style='max-width: 600px'>"
+                f"{figure.format('wide')}</article></body></html>",
+        "fits": f"<html>{head}<body><article style='max-width: 600px'>"
+                f"{figure.format('fits')}</article></body></html>"})
+    assert found["wide"] == [
+        "wide.html: figure fig-wide: its smallest text ('tick') is 6.0 px as shown (12.0 px in a "
+        "1200 px wide image shown 600 px wide), under 9 px"], found
+    assert found["fits"] == [], found
+
+
+THEME = "<style>span.math { display: inline-flex; max-width: 100%; overflow: hidden }</style>"
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium (make check-book installs it)")
+def test_the_browser_finds_what_a_phone_must_scroll_or_loses_and_the_book_s_style_fixes_it(
+        tmp_path):
+    body = ("<body><article><p>Call <code class='docutils literal'><span class='pre'>"
+            + "a_long_identifier_" * 3 + "</span></code> with</p><p><span class='math'>"
+            "<mjx-container><span style='display: inline-block; width: 600px'>Q(s,a)</span>"
+            "</mjx-container></span></p></article></body>")
+    style = (ROOT / "book" / "_static" / "fit-width.css").read_text()
+    found = _check(tmp_path, {
+        "plain": f"<html><head>{THEME}</head>{body}</html>",
+        "styled": f"<html><head>{THEME}<style>{style}</style></head>{body}</html>"})
+    assert len(found["plain"]) == 2, found
+    assert found["plain"][0].startswith(
+        "plain.html: in a 400 px wide window the page scrolls sideways"), found
+    assert "<code.docutils.literal> 'a_long_identifier_a_long_identifier_a" in found["plain"][0]
+    assert found["plain"][1].startswith(
+        "plain.html: in a 400 px wide window <span.math> 'Q(s,a)' is cut off (600 px"), found
+    assert found["styled"] == [], found
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium (make check-book installs it)")
+def test_the_browser_finds_a_tall_output_unless_it_is_folded(tmp_path):
+    lines = "\n".join(f"config {i}" for i in range(300))
+    output = f"<div class='cell_output'><pre>{lines}</pre></div>"
+    found = _check(tmp_path, {
+        "open": f"<html><head></head><body><article>{output}</article></body></html>",
+        "folded": f"<html><head></head><body><article><details><summary>Show the configs"
+                  f"</summary>{output}</details></article></body></html>"})
+    assert len(found["open"]) == 1 and "a text output is" in found["open"][0] \
+        and "px tall, over 2500 px, and not folded" in found["open"][0], found
+    assert found["folded"] == [], found

@@ -231,3 +231,153 @@ def test_every_look_has_one_meaning_across_the_book():
     bad = {"a": Look(BLUE, "o"), "b": Look(BLUE, "o", "--"), "c": Look(BLUE, "", "--"),
            "d": Look(BLUE, "", ":"), "e": Look(BLUE, "", "--"), "f": Look(BLUE, "s", "--")}
     assert shared_looks(bad) == [["a", "b"], ["c", "e"]]
+
+
+def _wide_log_figure(width: float = 12.0, legend_size: float = 7.0) -> plt.Figure:
+    """Two log-log panels ``width`` inches wide with a small legend: the book shrinks a wide
+    image to its column, and the tick labels' exponents are drawn at 70 %."""
+    use_book_style()
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.6))
+    for ax in axes:
+        ax.plot([1, 10, 100], [1e-3, 1e-2, 1], **style("LSTD"))
+        ax.set(xscale="log", yscale="log", title="a title", xlabel="states")
+    axes[0].legend(fontsize=legend_size)
+    return fig
+
+
+def test_drawn_text_is_measured_in_image_pixels_with_exponents_at_their_own_size():
+    from dprl.plotting import drawn_text, smallest_text
+    fig = _wide_log_figure()
+    sizes = {drawn.text: drawn.px for drawn in drawn_text(fig)}
+    assert sizes["a title"] == pytest.approx(11 * 100 / 72)  # axes.titlesize at figure.dpi
+    assert sizes["LSTD"] == pytest.approx(7 * 100 / 72)
+    assert sizes["$\\mathdefault{10^{-1}}$"] == pytest.approx(0.7 * 10 * 100 / 72)
+    assert smallest_text(fig).px == pytest.approx(0.7 * 10 * 100 / 72)
+    plt.close(fig)
+
+
+def test_a_wide_figure_is_fitted_to_the_column_and_its_small_text_raised():
+    from dprl.plotting import (COLUMN_PX, MIN_TEXT_PX, display_scale, drawn_text,
+                               fit_to_column, png_width, small_text)
+    fig = _wide_log_figure(legend_size=4.0)
+    assert png_width(fig) > 1000 and display_scale(fig) < 0.6
+    assert min(size for size, _ in small_text(fig)) < 0.6 * MIN_TEXT_PX
+    fit_to_column(fig)
+    assert png_width(fig) <= COLUMN_PX and display_scale(fig) == 1.0
+    width, height = fig.get_size_inches()
+    assert height / width > 3.6 / 12  # the height shrinks less than the width
+    assert [text for _, text in small_text(fig)] == ["LSTD"]  # 4 pt: 5.6 px
+    plt.close(fig)
+    fig = _wide_log_figure(legend_size=4.0)
+    show(fig)  # fits and raises
+    assert small_text(fig) == [] and png_width(fig) <= COLUMN_PX
+    legend_px = {d.text: d.px for d in drawn_text(fig)}["LSTD"]
+    assert MIN_TEXT_PX <= legend_px < MIN_TEXT_PX + 0.25 * 100 / 72  # raised just enough
+    assert {d.text: d.px for d in drawn_text(fig)}["a title"] == pytest.approx(11 * 100 / 72)
+    plt.close(fig)
+
+
+def test_a_figure_that_fits_keeps_its_size_and_readable_text():
+    from dprl.plotting import enlarge_small_text, fit_to_column
+    use_book_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], **style("LSTD"))
+    ax.legend()
+    fit_to_column(fig)
+    enlarge_small_text(fig)
+    assert tuple(fig.get_size_inches()) == (6.4, 4.0)
+    assert ax.get_legend().get_texts()[0].get_fontsize() == 9  # legend.fontsize: 12.5 px
+    plt.close(fig)
+
+
+def test_small_tick_labels_are_raised_on_their_axis_for_later_ticks_too():
+    from dprl.plotting import MIN_TEXT_PX, enlarge_small_text, small_text
+    use_book_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=4)
+    enlarge_small_text(fig)
+    assert small_text(fig) == []
+    ax.set_xlim(0, 7)  # new ticks
+    assert small_text(fig) == [] and MIN_TEXT_PX * 72 / 100 <= ax.xaxis.get_ticklabels()[
+        -1].get_fontsize() < 7
+    plt.close(fig)
+
+
+def test_the_png_records_its_smallest_text():
+    import io
+    import json
+
+    from PIL import Image
+
+    from dprl.plotting import TEXT_SIZE_KEY, figure_png
+    fig = _wide_log_figure()
+    image = Image.open(io.BytesIO(figure_png(fig, base64=False)))
+    record = json.loads(image.text[TEXT_SIZE_KEY])
+    assert record["px"] == round(0.7 * 10 * 100 / 72, 2)  # a tick label's exponent
+    assert record["text"].startswith("$\\mathdefault{10^{")
+    assert image.size[0] == 1211  # as IPython's inline backend shows it: 12 in at 100 dpi
+    plt.close(fig)
+
+
+def test_a_small_title_of_several_lines_is_raised_too():
+    from dprl.plotting import enlarge_small_text, small_text
+    use_book_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("a title\nof two lines, $\\sigma^2$", fontsize=5)
+    assert len(small_text(fig)) == 2
+    enlarge_small_text(fig)
+    assert small_text(fig) == [] and ax.title.get_fontsize() > 5
+    plt.close(fig)
+
+
+def test_titles_and_labels_longer_than_their_axes_are_broken_into_lines():
+    from dprl.plotting import _words, wrap_long_labels
+    assert _words("a $x = y$ b") == ["a", "$x = y$", "b"]
+    use_book_style()
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+    axes[0].set(title="paper's calibration (Lemma 1, sensitivity $1/m$) of the noise",
+                ylabel="best score over c (mean log10 RMSE), a long label")
+    axes[1].set(title="short", xlabel="power q of lambda = c m^q, as a long label")
+    wrap_long_labels(fig)
+    assert axes[0].get_title().count("\n") >= 1 and "$1/m$" in axes[0].get_title()
+    assert "\n" in axes[0].get_ylabel() and "\n" in axes[1].get_xlabel()
+    assert axes[1].get_title() == "short"
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    assert axes[0].title.get_window_extent(renderer).width <= axes[0].bbox.width
+    plt.close(fig)
+
+
+def test_tick_labels_or_titles_drawn_over_each_other_are_refused():
+    from dprl.plotting import colliding_text
+    use_book_style()
+    fig, axes = plt.subplots(1, 4, figsize=(6.4, 2.5))
+    for ax in axes:
+        ax.plot([5000, 20000], [0, 1])
+        ax.set_xticks([5000, 10000, 15000, 20000])
+    axes[0].set_title("a title far too long for its panel")
+    axes[1].set_title("and its neighbour's")
+    assert ("5000", "10000") in colliding_text(fig)
+    assert ("a title far too long for its panel", "and its neighbour's") in colliding_text(fig)
+    with pytest.raises(ValueError, match="text drawn over other text"):
+        show(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(1.2, 2.5))  # labels of two lines, as in Fig. 3's cells
+    ax.plot([0, 3], [0, 1])
+    ax.set_xticks(range(4), ["CQL\n7.5", "CQL\n10", "BCQ\n7.5", "BCQ\n10"])
+    assert ("CQL\n7.5", "CQL\n10") in colliding_text(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.plot([5000, 20000], [0, 1])
+    ax.set_xticks(range(4), ["CQL\n7.5", "CQL\n10", "BCQ\n7.5", "BCQ\n10"])
+    ax.set_xlim(-0.5, 3.5)
+    ax.set_title("fits")
+    assert colliding_text(fig) == []
+    ax.set_xticks([-10, 1, 2, 30], ["outside", "in", "view", "outside"])
+    ax.set_xlim(-0.5, 3.5)  # set_xticks widened the view to its ticks
+    assert colliding_text(fig) == []  # ticks outside the view are not drawn
+    plt.close(fig)
