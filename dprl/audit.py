@@ -327,8 +327,10 @@ def dp_trade_off(alpha: ArrayLike, eps: float, delta: float) -> np.ndarray:
     alpha = _require_rates("alpha", alpha)
     eps = require_epsilon(eps)
     delta = _require_audit_delta(delta)
-    return np.maximum.reduce([np.zeros_like(alpha), 1 - delta - np.exp(eps) * alpha,
-                              np.exp(-eps) * (1 - delta - alpha)])
+    with np.errstate(over="ignore", invalid="ignore"):  # e^eps = inf past eps = 709: its limit
+        scaled = np.where(alpha > 0, np.exp(eps) * alpha, 0.0)
+    return np.maximum.reduce([np.zeros_like(alpha), 1 - delta - scaled,
+                              np.exp(-eps) * (1 - delta - alpha)]) + 0.0  # no -0.0
 
 
 def _require_rates(name: str, value: ArrayLike) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -36,11 +36,16 @@ class Table:
     rows: tuple[tuple[object, ...], ...]
 
     def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        if isinstance(columns, str) or isinstance(rows, str):
-            raise ValueError("columns and rows must be sequences (of names, of rows), not a str")
-        columns, rows = tuple(columns), tuple(tuple(row) for row in rows)
-        if not columns:
-            raise ValueError("columns must not be empty")
+        for name, value in (("columns", columns), ("rows", rows)):
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                raise ValueError(f"{name} must be a sequence, got {value!r}")
+        columns, rows = tuple(columns), tuple(rows)
+        if not columns or not all(isinstance(name, str) for name in columns):
+            raise ValueError(f"columns must be a non-empty sequence of str names, got {columns!r}")
+        if any(isinstance(row, (str, bytes, Mapping)) or not isinstance(row, Iterable)
+               for row in rows):
+            raise ValueError("rows must be sequences of cells (not a str or a mapping)")
+        rows = tuple(tuple(row) for row in rows)
         if any(len(row) != len(columns) for row in rows):
             raise ValueError(f"every row must have the {len(columns)} columns")
         object.__setattr__(self, "columns", columns)

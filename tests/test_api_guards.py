@@ -83,3 +83,18 @@ def test_pmf_pair_epsilon_refuses_what_it_cannot_do_and_keeps_its_bits():
             lower, upper, pessimistic_estimate=pessimistic, symmetric=False)
             .self_compose(n).get_epsilon_for_delta(1e-5)) for lower, upper in ((a, b), (b, a)))
         assert pmf_pair_epsilon(a, b, n, 1e-5, pessimistic=pessimistic) == direct
+
+
+def test_pmf_pair_epsilon_names_a_pmf_that_is_not_a_dict_and_answers_disjoint_supports():
+    """A list raised an AttributeError, str values a float-conversion error; PMFs with no
+    common outcome (every loss infinite) raised an IndexError from two compositions on."""
+    import math
+
+    from dprl.accounting.pld import pmf_pair_epsilon
+
+    b = {0: math.log(0.3), 1: math.log(0.7)}
+    for bad in ([0.0], {0: "0"}, {0: True}):
+        with pytest.raises(ValueError, match="log_pmf_a must be a non-empty dict"):
+            pmf_pair_epsilon(bad, b, 2, 1e-5)
+    for compositions in (1, 2, 1000):
+        assert pmf_pair_epsilon({0: 0.0}, {1: 0.0}, compositions, 1e-5) == math.inf

@@ -61,6 +61,17 @@ def test_trade_off_curves_match_their_definitions():
                   | np.isclose(alpha + np.exp(eps) * curve, 1 - delta))
 
 
+def test_trade_off_curve_at_huge_eps_is_its_limit_not_nan():
+    """Past eps = 709, e^eps overflows: the curve is its limit, 1 - delta at alpha = 0 and 0
+    elsewhere, and an audit's reachable bound is then its ceiling at that size."""
+    alpha = np.array([0.0, 1e-300, 0.1, 1.0])
+    curve = audit.dp_trade_off(alpha, 800.0, 1e-5)
+    assert np.array_equal(curve, [1 - 1e-5, 0.0, 0.0, 0.0]) and not np.signbit(curve).any()
+    assert audit.dp_trade_off(alpha, 700.0, 1e-5)[2] == pytest.approx(np.exp(-700.0) * (0.9 - 1e-5))
+    ceiling = audit.dp_reachable_bound(800.0, 1e-5, 1000, 1000)
+    assert np.isfinite(ceiling) and ceiling == audit.dp_reachable_bound(50.0, 1e-5, 1000, 1000)
+
+
 def test_gaussian_mechanism_trade_off_lies_above_its_tight_eps_delta_curve():
     sigma, delta = 2.0, 1e-3
     eps = gaussian_epsilon(delta, 1.0, sigma)

@@ -165,3 +165,15 @@ def test_too_many_correct_guesses_are_refused_before_any_allocation():
     from dprl.one_run_audit import MAX_CORRECT, p_value
     with pytest.raises(ValueError, match="MAX_CORRECT"):
         p_value(10**9, 10**9, MAX_CORRECT + 1, 1.0, 1e-5)
+
+
+def test_the_bound_refuses_what_its_bisection_cannot_afford_only_where_delta_is_positive():
+    """v = 6e6 took over a minute (some 50 p-values of v floats); at delta = 0 each p-value
+    is one binomial tail, so 1e9 canaries all guessed right get their exact bound at once."""
+    from dprl.one_run_audit import MAX_BOUND_CORRECT
+    with pytest.raises(ValueError, match="^v must be <= MAX_BOUND_CORRECT"):
+        epsilon_lower_bound(10**7, 10**7, MAX_BOUND_CORRECT + 1, 1e-5)
+    assert p_value(10**9, 10**9, 10**9, 20.0, 0.0) == pytest.approx(
+        binom.sf(10**9 - 1, 10**9, correct_guess_probability(20.0)), rel=1e-12)
+    assert epsilon_lower_bound(10**9, 10**9, 10**9, 0.0) == pytest.approx(
+        _exact_pure_bound(10**9, 10**9, 0.95), abs=1e-6)

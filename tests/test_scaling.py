@@ -177,3 +177,8 @@ def test_task_graph_refuses_a_results_folder_that_does_not_exist(tmp_path):
     from dprl.experiments.scaling import task_graph
     with pytest.raises(ValueError, match="results_dir"):
         task_graph(tmp_path / "nonexistent")
+
+
+def test_task_graph_refuses_a_results_folder_that_is_not_a_path():
+    with pytest.raises(ValueError, match="results_dir must be an existing folder, got 3"):
+        task_graph(3)

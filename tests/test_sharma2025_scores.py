@@ -136,3 +136,15 @@ def test_t_interval_covers_the_mean_at_its_level():
         t_interval([1.0])
     with pytest.raises(ValueError, match="level"):
         t_interval([1.0, 2.0], level=1.0)
+
+
+def test_t_interval_and_window_return_refuse_what_has_no_finite_answer():
+    """A str level raised a TypeError; values whose variance or mean overflows answered inf or
+    NaN, and a NaN checkpoint mean a NaN return."""
+    with pytest.raises(ValueError, match="level must be a real number"):
+        t_interval([1.0, 2.0], level="0.9")
+    for huge in ([1e308, -1e308], [1e308, 1e308]):
+        with pytest.raises(ValueError, match="values are too large"):
+            t_interval(huge)
+    with pytest.raises(ValueError, match="curve must be finite"):
+        window_return(np.array([1.0, np.nan]), np.array([10, 20]), window=5)

@@ -40,3 +40,15 @@ def test_an_inapplicable_entry_prints_as_a_dash_not_nan():
 
     assert cell_text(float("nan")) == cell_text(np.float32("nan")) == cell_text(None) == "\u2014"
     assert cell_text(np.inf) == "inf"
+
+
+@pytest.mark.parametrize("columns, rows, message", [
+    (("a", "b", "c"), ["xyz"], "rows must be sequences of cells"),      # split into 3 cells
+    (("a", "b"), [{"a": 1, "b": 2}], "rows must be sequences of cells"),  # printed its keys
+    (("a",), [1], "rows must be sequences of cells"),
+    (b"abc", [(1, 2, 3)], "columns must be a sequence, got b'abc'"),
+    (3, [], "columns must be a sequence, got 3"),
+    ((1, None), [(1, 2)], "columns must be a non-empty sequence of str names")])
+def test_a_table_refuses_what_is_not_a_sequence_of_names_and_rows(columns, rows, message):
+    with pytest.raises(ValueError, match=message):
+        Table(columns, rows)

@@ -5,7 +5,7 @@ Doroshenko et al. 2022, as implemented in dp-accounting)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -226,7 +226,8 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
     ``pessimistic=False`` rounds the privacy loss down (a lower bound on eps). Each log-PMF
     must sum to 1 (to 1e-9); the composed PLD has at most :data:`MAX_PAIR_COMPOSED_BINS`
     grid points (a :class:`PLDOutOfReachError` naming ``discretization`` or ``compositions``
-    beyond it)."""
+    beyond it). eps is inf, truly, where the outcomes one PMF gives and the other cannot
+    (infinite loss) have probability above ``delta`` over the compositions."""
     compositions, delta = require_int("compositions", compositions), require_delta(delta)
     discretization = require_positive("discretization", discretization)
     for name, pmf in (("log_pmf_a", log_pmf_a), ("log_pmf_b", log_pmf_b)):
@@ -235,19 +236,22 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
         lower, upper, pessimistic_estimate=pessimistic,
         value_discretization_interval=discretization, symmetric=False)._pmf_remove
         for lower, upper in ((log_pmf_a, log_pmf_b), (log_pmf_b, log_pmf_a))]
+    if any(pmf.size == 0 for pmf in pmfs):     # disjoint supports: every loss is infinite
+        return math.inf
     for pmf in pmfs:                 # a sparse PMF composed by FFT is laid on its dense grid
         span = max(pmf._loss_probs) - min(pmf._loss_probs) + 1 if isinstance(
-            pmf, pld_pmf.SparsePLDPmf) and pmf._loss_probs else 1
+            pmf, pld_pmf.SparsePLDPmf) else 1
         if _goes_dense(pmf, compositions) and span > MAX_PAIR_COMPOSED_BINS:
             raise PLDOutOfReachError(
                 f"discretization = {discretization!r} is too fine for these PMFs composed "
                 f"{compositions} times: one use's PLD spans {span} grid points (limit "
-                f"{MAX_PAIR_COMPOSED_BINS})")
+                f"{MAX_PAIR_COMPOSED_BINS}); use a coarser discretization")
     bins = max(_composed_bins(pmf, compositions) for pmf in pmfs)
     if bins > MAX_PAIR_COMPOSED_BINS:
         raise PLDOutOfReachError(
             f"compositions = {compositions} is too many for the PLD accountant: the composed "
-            f"PLD would have {bins} grid points (limit {MAX_PAIR_COMPOSED_BINS})")
+            f"PLD would have {bins} grid points (limit {MAX_PAIR_COMPOSED_BINS}); a "
+            f"discretization coarser than {discretization!r} makes proportionally fewer")
     try:
         return max(float(pld_lib.PrivacyLossDistribution(_self_compose(pmf, compositions))
                          .get_epsilon_for_delta(delta)) for pmf in pmfs)
@@ -257,10 +261,11 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
 
 def _require_log_pmf(name: str, log_pmf: dict[int, float]) -> None:
     """A non-empty PMF of log probabilities (finite or -inf) that sums to 1 (to 1e-9)."""
-    values = np.array(list(log_pmf.values()), dtype=float) if log_pmf else np.zeros(0)
-    if not values.size or np.any(np.isnan(values)) or np.any(values > 0):
+    values = np.asarray(list(log_pmf.values())) if isinstance(log_pmf, Mapping) else np.zeros(0)
+    if (values.dtype.kind not in "iuf" or not values.size or np.any(np.isnan(values))
+            or np.any(values > 0)):
         raise ValueError(f"{name} must be a non-empty dict of log probabilities (<= 0)")
-    total = float(np.exp(values).sum())
+    total = float(np.exp(values.astype(float)).sum())
     if abs(total - 1) > 1e-9:
         raise ValueError(f"{name} must sum to 1 as probabilities, got {total!r}")
 

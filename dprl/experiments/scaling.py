@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -85,8 +86,8 @@ def task_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
     CPU seconds per trial times its trials; an experiment's batches wait for every batch of
     the experiments in its ``after``. Experiments without a recorded CPU time are left out
     (named in ``unmeasured``), and what waits for them waits for nothing."""
-    if not Path(results_dir).is_dir():
-        raise ValueError(f"results_dir must be an existing folder, got {str(results_dir)!r}")
+    if not isinstance(results_dir, (str, os.PathLike)) or not Path(results_dir).is_dir():
+        raise ValueError(f"results_dir must be an existing folder, got {results_dir!r}")
     tasks: list[Task] = []
     after: list[tuple[int, ...]] = []
     batches: dict[str, tuple[int, ...]] = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy.stats import t as student_t
 
-from dprl.validation import require_int
+from dprl.validation import require_int, require_probability
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,8 @@ def window_return(curve: np.ndarray, evaluated_at: np.ndarray, window: int = 10_
     if curve.ndim != 1 or curve.shape != at.shape or not curve.size:
         raise ValueError(f"curve and evaluated_at must have one entry per checkpoint, got "
                          f"{curve.shape} and {at.shape}")
+    if not np.isfinite(curve).all():
+        raise ValueError("curve must be finite")
     if not np.all(np.diff(at) > 0):
         raise ValueError("evaluated_at must be increasing (one checkpoint per step count)")
     if at[-1] < window:
@@ -112,10 +114,12 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
         raise ValueError(f"values must be 1-D with at least 2 entries, got shape {x.shape}")
     if not np.isfinite(x).all():
         raise ValueError("values must be finite")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    se = x.std(ddof=1) / np.sqrt(x.size)
-    return float(x.mean()), float(student_t.ppf((1 + level) / 2, x.size - 1) * se)
+    level = require_probability("level", level, open_low=True, open_high=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
+    if not np.isfinite([mean, se]).all():
+        raise ValueError("values are too large: their mean or variance overflows a float")
+    return float(mean), float(student_t.ppf((1 + level) / 2, x.size - 1) * se)
 
 
 def select(scored: Iterable[Scored], **match: object) -> list[Scored]:
