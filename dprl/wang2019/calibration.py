@@ -422,3 +422,4 @@ def theorem5_premises(config: QLearningConfig, calibration: Theorem5Calibration,
             "tail_margin_in_sigma": margin,
             "tail_margin_needed": math.sqrt(2 * math.log(2 * min(paths, updates) / require_probability(
                 "tail_delta", tail_delta, open_low=True, open_high=True)))}
+
