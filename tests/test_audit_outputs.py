@@ -19,7 +19,9 @@ scale:
   well beyond the prediction's tolerance.
 
 An audit that called the function and histogrammed idealised draws instead (the sceptic's
-mutation) fails both. Every audit in SAMPLED must have a case here.
+mutation) fails both. Every audit in SAMPLED must have a case here; the one-run audits, whose
+statistic is a score per canary, are tested at the end, and every registered audit must be one
+or the other.
 """
 
 from __future__ import annotations
@@ -561,3 +563,77 @@ def test_perturbing_the_named_functions_output_moves_the_statistic(experiment_id
             f"(largest change {change.max():.3g}), so it proves nothing")
         assert any(not np.array_equal(moved.arrays[f"{world}_counts"],
                                       base.arrays[f"{world}_counts"]) for world in WORLDS)
+
+
+# The one-run audits (Steinke et al. 2023) are not in SAMPLED: their statistic is a score per
+# canary, the released gradients' projection on its direction summed over the steps, not a
+# histogram. The released gradient is what dprl.sharma2025.dp_sgd.expert_dp_sgd_step hands the
+# optimiser; the auditor reads it in a pre-step hook. Scaling it, for the auditor only, by a
+# power of two or by -1 (undone by a later hook before the update, so the run is unchanged)
+# must scale every score exactly: the scores are linear in the released gradients, and an
+# audit that scored idealised draws would not follow.
+ONE_RUN_AUDITS = [e.id for e in all_experiments()
+                  if e.run_trials is importlib.import_module(
+                      "dprl.experiments.audit_one_run").one_run_audit_trials]
+
+
+def _released_scaled(step, factor: float, calls: list):
+    """``step`` (expert_dp_sgd_step) whose noisy gradient the optimiser's pre-step hooks
+    registered before the call (the auditor's) see times ``factor``; the update sees it as
+    it was."""
+    def scaled(learner, target, pool, config, optimizer, generator):
+        calls.append(factor)
+        parameters = list(learner.parameters())
+
+        def scale(by: float) -> None:
+            for parameter in parameters:
+                parameter.grad.mul_(by)
+
+        restore = optimizer.register_step_pre_hook(lambda *_: scale(1 / factor))
+        inner = optimizer.step
+        optimizer.step = lambda *args, **kwargs: (scale(factor), inner(*args, **kwargs))[1]
+        try:
+            return step(learner, target, pool, config, optimizer, generator)
+        finally:
+            restore.remove()
+            del optimizer.step
+    return scaled
+
+
+@cache
+def _one_run(experiment_id: str, factor: float | None) -> tuple[dict, list]:
+    """Trial 0 of a one-run audit at smoke scale, its released gradients scaled by ``factor``
+    for the auditor (None: no wrapper)."""
+    experiment, calls = get(experiment_id), []
+    with pytest.MonkeyPatch.context() as mp:
+        if factor is not None:
+            _wrap(mp, "dprl.sharma2025.dp_sgd.expert_dp_sgd_step",
+                  lambda step: _released_scaled(step, factor, calls))
+        arrays = compute_trials(experiment, experiment.config("smoke"), [0])
+    return arrays, calls
+
+
+def test_every_audit_is_covered_by_an_output_test():
+    audits = {e.id for e in all_experiments() if e.id.startswith("audit-")}
+    assert audits == set(SAMPLED) | set(ONE_RUN_AUDITS), sorted(
+        audits - set(SAMPLED) - set(ONE_RUN_AUDITS))
+    assert sorted(ONE_RUN_AUDITS) == ["audit-sharma2025-one-run",
+                                      "audit-sharma2025-one-run-pilot"]
+
+
+@pytest.mark.parametrize("experiment_id", ONE_RUN_AUDITS)
+def test_one_run_scores_are_linear_in_the_released_gradients(experiment_id):
+    plain, _ = _one_run(experiment_id, None)
+    base, calls = _one_run(experiment_id, 1.0)
+    assert len(calls) == get(experiment_id).config("smoke").steps
+    for name in plain:  # the wrapper is transparent
+        np.testing.assert_array_equal(base[name], plain[name], err_msg=name)
+    assert np.mean(base["scores"] != 0) >= 0.4
+    for factor in (2.0, -1.0):
+        moved, _ = _one_run(experiment_id, factor)
+        np.testing.assert_array_equal(moved["included"], base["included"])
+        np.testing.assert_array_equal(
+            moved["scores"], factor * base["scores"],
+            err_msg=f"{experiment_id}: the scores do not follow the released gradients "
+                    f"scaled by {factor}")
+        np.testing.assert_array_equal(moved["noise_multiplier"], base["noise_multiplier"])
