@@ -34,6 +34,9 @@ from dprl.kernel_paths import require_kernels
 
 #: The floating types the portable products take (both operands of one type).
 DTYPES = (torch.float32, torch.float64)
+#: The largest product :func:`matmul` makes (bytes): the book's are kilobytes to megabytes; a
+#: larger one is refused before numpy tries to allocate it
+MAX_PRODUCT_BYTES = 2**32
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
@@ -55,6 +58,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             or a.shape[-1] != b.shape[-2]:
         raise ValueError(f"a and b must be (..., m, k) and (..., k, n) with the same leading "
                          f"shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    size = a.element_size() * b.shape[-1] * int(np.prod(a.shape[:-1], dtype=np.float64))
+    if size > MAX_PRODUCT_BYTES:
+        raise ValueError(f"a @ b would take {size / 2**30:.3g} GiB (MAX_PRODUCT_BYTES = "
+                         f"{MAX_PRODUCT_BYTES / 2**30:g} GiB): multiply fewer rows at a time")
     return torch.from_numpy(np.matmul(_array(a), _array(b)))
 
 

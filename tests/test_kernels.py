@@ -29,6 +29,16 @@ def test_matmul_is_numpy_s_product():
                                atol=1e-5)
 
 
+
+def test_matmul_refuses_a_product_too_large_before_allocating_it():
+    from dprl.kernels import MAX_PRODUCT_BYTES
+    a = torch.zeros(1, 3).expand(10**6, 3)          # views: nothing allocated
+    b = torch.zeros(3, 1).expand(3, 10**4)
+    with pytest.raises(ValueError, match="37.3 GiB .*multiply fewer rows"):
+        matmul(a, b)
+    rows = MAX_PRODUCT_BYTES // (4 * 10**4)
+    assert matmul(a[:rows // 1000], b).shape == (rows // 1000, 10**4)
+
 def test_linear_forward_and_backward_match_torch_s_to_rounding():
     rng = np.random.default_rng(1)
     x, w, b, g = (_float32(rng, 64, 7), _float32(rng, 5, 7), _float32(rng, 5),

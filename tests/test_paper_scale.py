@@ -86,3 +86,7 @@ def test_each_cost_takes_only_its_papers_results():
         xie_cost("sharma2025-cartpole-training")
     with pytest.raises(ValueError, match="experiment_id"):
         sharma_cost("xie2019-hiv-large")
+    for cost, experiment_id in ((xie_cost, "xie2019-hiv-large"),
+                                (sharma_cost, "sharma2025-cartpole-training")):
+        with pytest.raises(ValueError, match="results_dir must be a folder's path"):
+            cost(experiment_id, results_dir=3)

@@ -146,5 +146,7 @@ def test_t_interval_and_window_return_refuse_what_has_no_finite_answer():
     for huge in ([1e308, -1e308], [1e308, 1e308]):
         with pytest.raises(ValueError, match="values are too large"):
             t_interval(huge)
+    with pytest.raises(ValueError, match="values must hold real numbers"):
+        t_interval(["a", "b"])
     with pytest.raises(ValueError, match="curve must be finite"):
         window_return(np.array([1.0, np.nan]), np.array([10, 20]), window=5)

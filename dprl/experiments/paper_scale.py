@@ -19,6 +19,7 @@ Two settings of the book are smaller than the papers':
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -81,6 +82,8 @@ def sharma_paper_steps(env: str, run) -> int | None:
 
 
 def _record(experiment_id: str, results_dir: Path | str) -> dict:
+    if not isinstance(results_dir, (str, os.PathLike)):
+        raise ValueError(f"results_dir must be a folder's path, got {results_dir!r}")
     record = read_sidecar(result_paths(experiment_id, "paper", results_dir)[1])
     if record is None or record.get("cpu_time_s") is None:
         raise ValueError(f"{experiment_id} has no committed paper-scale result with its CPU "

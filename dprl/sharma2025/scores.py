@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy.stats import t as student_t
 
-from dprl.validation import require_int, require_probability
+from dprl.validation import require_array, require_int, require_probability
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,9 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
     """``(mean, half-width)`` of the Student-t confidence interval of the mean of i.i.d.
     ``values`` at ``level`` (Fig. 3's "95% confidence intervals" over 3 runs: the half-width
     is ``t_{0.975, 2} = 4.303`` standard errors)."""
-    x = np.asarray(values, dtype=float)
-    if x.ndim != 1 or x.size < 2:
+    x = require_array("values", values, ndim=1)  # real, finite numbers
+    if x.size < 2:
         raise ValueError(f"values must be 1-D with at least 2 entries, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError("values must be finite")
     level = require_probability("level", level, open_low=True, open_high=True)
     with np.errstate(over="ignore", invalid="ignore"):
         mean, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
