@@ -27,7 +27,9 @@ dask cluster; with --slurm N, on N Slurm jobs' workers. With --all on dask, the
 batches of every experiment are submitted at once, each experiment's waiting for
 the results it reads. Workers need this checkout's commit and the pinned floating
 point (env $(python -m dprl env) dask worker ...); without the results folder on
-a filesystem they share, the batches come back here to be saved."""
+a filesystem they share, the batches come back here to be saved. The clusters
+started here (--jobs, --slurm) speak TLS with credentials made for the run, so
+only its own processes connect; a local one listens on 127.0.0.1 only."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -190,8 +192,10 @@ def parser() -> argparse.ArgumentParser:
                         help="batches computed at once, in that many worker processes of this "
                              "machine (a dask LocalCluster; the same result)")
     runner.add_argument("--scheduler", metavar="ADDRESS",
-                        help="a running dask scheduler (tcp://host:port) whose workers compute "
-                             "the batches (the same result); default: $DPRL_SCHEDULER, if set")
+                        help="a running dask scheduler (tcp://host:port, or tls://host:port "
+                             "with the credentials of dask's distributed.comm.tls config) whose "
+                             "workers compute the batches (the same result); default: "
+                             "$DPRL_SCHEDULER, if set")
     runner.add_argument("--slurm", type=_positive_int, metavar="WORKERS",
                         help="submit WORKERS Slurm jobs, each a dask worker from this checkout "
                              "(needs dask-jobqueue: pip install -e .[slurm]; partition, "

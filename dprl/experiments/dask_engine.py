@@ -8,8 +8,16 @@ process's floating-point settings (:mod:`dprl.floating_point`) and run the same 
 changes as well as other commits; :class:`WorkerRefused` otherwise), so a batch computes the
 same bits wherever it runs. A worker that joins later is checked the same way before each
 batch it is given: one that differs computes nothing, closes, and reports why on
-:data:`REFUSED_TOPIC` (printed here in one line); its batch goes to another worker. On a filesystem the workers share (found out by asking them) each worker saves the
-batches it computes; otherwise the batches come back here to be saved, and the results an
+:data:`REFUSED_TOPIC` (printed here in one line); its batch goes to another worker.
+
+Only the run's own processes connect to a cluster started here: its scheduler and workers
+speak TLS with temporary credentials made for the run (dask's ``Security.temporary()``),
+which every connection must present, and a local cluster listens on :data:`LOOPBACK` only. A
+running scheduler at a ``tls://`` address is reached with the credentials of dask's
+configuration (``distributed.comm.tls.*``).
+
+On a filesystem the workers share (found out by asking them) each worker saves the batches
+it computes; otherwise the batches come back here to be saved, and the results an
 experiment reads are sent to the workers.
 """
 
@@ -21,6 +29,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -37,8 +46,11 @@ from dprl.experiments.batches import Part, assemble, compute, read_batch, save_b
 from dprl.experiments.runner import Plan, Result, folder_key, load, provided_results, status
 from dprl.experiments.storage import read_json, write_text
 
-#: The environment variable that names a running dask scheduler (``tcp://host:port``).
+#: The environment variable that names a running dask scheduler (``tcp://host:port``, or
+#: ``tls://host:port`` with the credentials of dask's configuration).
 SCHEDULER_ENV = "DPRL_SCHEDULER"
+#: The address a local cluster's scheduler and workers listen on: this machine only.
+LOOPBACK = "127.0.0.1"
 #: The dask event topic on which a worker that refuses a batch says why.
 REFUSED_TOPIC = "dprl-worker-refused"
 #: How long a run waits for its first dask worker (seconds) before it stops with one line.
@@ -61,7 +73,7 @@ def scheduler_address(scheduler: str | None, jobs: int) -> str | None:
         scheduler = scheduler.strip()
         if not scheduler:
             raise ValueError("scheduler must be a dask scheduler's address, such as "
-                             "tcp://host:8786, got ''")
+                             "tcp://host:8786 or tls://host:8786, got ''")
         if jobs > 1:
             raise ValueError(f"jobs={jobs} and a dask scheduler ({source}={scheduler}) were "
                              "both given: the cluster's workers decide how many batches run "
@@ -78,33 +90,69 @@ def probe_scheduler(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
     a ValueError (an address that is none) or a ConnectionError naming the cause. A dask
     listener sends its handshake as soon as a connection opens, framed by dask's TCP
     protocol (the message's length, then its number of frames, each a little-endian 8-byte
-    integer); what answers otherwise, or not at all, is not a dask scheduler. (A ``tls://``
-    or in-process address is checked by the client's own connection, under the same
-    timeout.)"""
+    integer); what answers otherwise, or not at all, is not a dask scheduler. A ``tls://``
+    address is probed over TLS with the credentials of dask's configuration
+    (:func:`configured_tls`): a handshake that fails (the scheduler refuses them, or they
+    refuse it) is a ConnectionError. (An in-process address is checked by the client's own
+    connection, under the same timeout.)"""
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
         scheme, location = parse_address(address)
-        if scheme != "tcp":
+        if scheme not in ("tcp", "tls"):
             return
         host, port = parse_host_port(location)
     except ValueError:
         raise ValueError(f"scheduler must be a dask scheduler's address, such as "
-                         f"tcp://host:8786, got {address!r}") from None
-    header = b""
+                         f"tcp://host:8786 or tls://host:8786, got {address!r}") from None
+    context = configured_tls(address) if scheme == "tls" else None
     try:
-        with socket.create_connection((host, port), timeout=timeout) as connection:
-            with contextlib.suppress(TimeoutError):  # silent: no handshake (below)
-                while len(header) < 16 and (chunk := connection.recv(16 - len(header))):
-                    header += chunk
+        connection = socket.create_connection((host, port), timeout=timeout)
     except OSError as error:
         raise ConnectionError(f"cannot reach a dask scheduler at {address} within {timeout:g} "
                               f"s: {error}") from None
+    header = b""
+    try:
+        with connection, contextlib.suppress(TimeoutError):  # silent: no handshake (below)
+            with (connection if context is None else
+                  context.wrap_socket(connection)) as stream:
+                while len(header) < 16 and (chunk := stream.recv(16 - len(header))):
+                    header += chunk
+    except OSError as error:
+        if context is None:
+            raise ConnectionError(f"cannot reach a dask scheduler at {address} within "
+                                  f"{timeout:g} s: {error}") from None
+        raise ConnectionError(f"the TLS handshake with the dask scheduler at {address} failed "
+                              f"({getattr(error, 'reason', None) or error}): a TLS scheduler "
+                              "admits only clients with its credentials; check dask's "
+                              "distributed.comm.tls settings (ca-file, client.cert, "
+                              "client.key) and that the scheduler speaks TLS") from None
     length, frames = struct.unpack("<QQ", header) if len(header) == 16 else (0, 0)
     if not (1 <= frames <= 64 and 16 <= length < 2**25):
         raise ConnectionError(f"{address} answers, but not as a dask scheduler (no dask "
                               f"handshake within {timeout:g} s): is it the scheduler's "
                               f"address and port?")
+
+
+def configured_tls(address: str) -> ssl.SSLContext:
+    """The TLS context a client connects to the ``tls://`` scheduler at ``address`` with: from
+    the credentials of dask's configuration (``distributed.comm.tls.ca-file``,
+    ``distributed.comm.tls.client.cert`` and ``.key``, which ``Security()`` reads); a
+    ConnectionError naming them when they are missing or cannot be loaded."""
+    from distributed.security import Security
+
+    settings = ("dask's distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and "
+                "distributed.comm.tls.client.key (~/.config/dask/*.yaml, or the "
+                "DASK_DISTRIBUTED__COMM__TLS__... variables)")
+    try:
+        context = Security().get_connection_args("client")["ssl_context"]
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"cannot load the TLS credentials for {address} from "
+                              f"{settings}: {error}") from None
+    if context is None:
+        raise ConnectionError(f"{address} is a TLS scheduler: it admits only clients with its "
+                              f"credentials, and none are set; give them in {settings}")
+    return context
 
 
 class WorkerLost(RuntimeError):
@@ -196,12 +244,16 @@ def _shared_filesystem(client: Any, results_dir: Path) -> bool:
 
 @contextlib.contextmanager
 def dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> Iterator[Any]:
-    """A dask ``Client`` of the running ``scheduler``; of ``slurm`` Slurm jobs' workers
+    """A dask ``Client`` of the running ``scheduler`` (at a ``tls://`` address: with the
+    credentials of dask's configuration); of ``slurm`` Slurm jobs' workers
     (:func:`dprl.experiments.slurm.slurm_cluster`); or of a ``LocalCluster`` of ``jobs``
-    single-threaded worker processes (no memory limit, no dashboard), whose workers ignore
-    SIGINT and inherit this process's environment, the floating-point settings :mod:`dprl`
-    pinned at import included. A cluster started here is closed on exit."""
+    single-threaded worker processes (no memory limit, no dashboard), which listen on
+    :data:`LOOPBACK` only and speak TLS with temporary credentials of their own (in this
+    process's memory, handed to the workers as they start), whose workers ignore SIGINT and
+    inherit this process's environment, the floating-point settings :mod:`dprl` pinned at
+    import included. A cluster started here is closed on exit."""
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     with contextlib.ExitStack() as stack:
         if slurm is not None:
@@ -213,6 +265,7 @@ def dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> I
             with _sigint_ignored():
                 target = stack.enter_context(LocalCluster(
                     n_workers=jobs, threads_per_worker=1, processes=True, memory_limit=0,
+                    host=LOOPBACK, protocol="tls://", security=Security.temporary(),
                     dashboard_address=None, silence_logs=logging.ERROR))
         else:
             target = scheduler
