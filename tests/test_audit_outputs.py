@@ -466,6 +466,7 @@ CASES: dict[str, Case] = {
     "audit-balle2016-lsl": BalleRelease("dp_lsl"),
     "audit-xie2019-paper": GPOPEIterates(),
     "audit-xie2019-sound": GPOPEIterates(),
+    "audit-xie2019-pld": GPOPEIterates(),
     **{f"audit-wang2019-{variant}{suffix}": NoisePaths(False, runs)
        for variant in ("proof", "statement")
        for suffix, runs in (("", 20), ("-one-update", 20), ("-updates", 4))},

@@ -20,9 +20,9 @@ from dprl.features import tabular_features
 from dprl.policy_evaluation import td_statistics
 from dprl.seeding import trial_generator, trial_generators
 from dprl.xie2019 import gpope_runs, prepare
-from dprl.xie2019.privacy import calibrated_sigma, tightest_epsilon
+from dprl.xie2019.privacy import calibrated_sigma, pld_epsilon, tightest_epsilon
 
-IDS = ("audit-xie2019-paper", "audit-xie2019-sound")
+IDS = ("audit-xie2019-paper", "audit-xie2019-sound", "audit-xie2019-pld")
 
 
 def _single(trajectories: Trajectories, index: tuple) -> Trajectories:
@@ -153,7 +153,7 @@ def test_audit_samples_through_gpope_runs(experiment_id, monkeypatch):
 
 def test_paper_calibration_shows_a_violation_and_the_sound_one_does_not():
     """At smoke scale (seeded): Lemma 1's sigma, which assumes neighbours differ by h, is
-    caught on the real GPOPE; the tightest sound sigma is not."""
+    caught on the real GPOPE; the tightest sound sigma and the sound PLD's are not."""
     rows = {}
     for experiment_id in IDS:
         experiment = get(experiment_id)
@@ -164,6 +164,23 @@ def test_paper_calibration_shows_a_violation_and_the_sound_one_does_not():
     assert paper.violation and 1.0 < paper.bound.eps <= paper.pair_eps
     assert not sound.violation and sound.bound.eps <= sound.pair_eps
     assert sound.pair_eps <= sound.accountant_eps <= 1.0 + 1e-6
+    pld = rows["audit-xie2019-pld"]
+    assert not pld.violation and pld.bound.eps <= pld.pair_eps
+    assert pld.pair_eps <= pld.accountant_eps <= 1.0 + 1e-6
+
+
+def test_pld_audit_is_the_sound_one_at_the_pld_sigma():
+    """audit-xie2019-pld is audit-xie2019-sound but for the calibration (and its seed and
+    edges): less noise, certified by the PLD (its accountant), and a pair that nearly attains
+    the claim, where the sound one's stays under half of it."""
+    sound, pld = (get(f"audit-xie2019-{name}").config("paper") for name in ("sound", "pld"))
+    assert dataclasses.replace(pld, calibration=sound.calibration, root_seed=sound.root_seed,
+                               edge_low=sound.edge_low, edge_high=sound.edge_high,
+                               n_edges=sound.n_edges) == sound
+    assert pld.calibration == "pld" and pld.sigma < sound.sigma
+    assert accountant_epsilon(pld) == pld_epsilon(pld.sigma, pld.delta, pld.n_iterations, pld.m)
+    assert accountant_epsilon(pld) <= pld.eps
+    assert 2 * pair_epsilon(sound) < pld.eps < 2 * pair_epsilon(pld) <= 2 * accountant_epsilon(pld)
 
 
 def test_a_trial_does_not_depend_on_the_trials_computed_with_it():

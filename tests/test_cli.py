@@ -169,17 +169,18 @@ def test_every_dependency_comes_first_and_is_registered():
 
 def test_experiments_reading_other_results_declare_them():
     """A paper config that reads results (a ``*_scale`` field at paper scale: the evaluated
-    policy, experts, releases) or holds another's outcome (tuned steps, its own tuning's or,
-    for a larger-m extension, the steps tuned at the largest m of its base experiment; the
-    training step cap the curves choose) lists that experiment in ``after``."""
+    policy, experts, releases) or holds another's outcome (tuned steps: its own tuning's or,
+    for a variant of a base experiment (a larger-m extension, another calibration), the
+    base's; the training step cap the curves choose) lists that experiment in ``after``."""
     for experiment in all_experiments():
         fields, after = config_to_dict(experiment.config("paper")), experiment.after
         reads = [name for name, value in fields.items()
                  if name.endswith("_scale") and value == "paper"]
         assert bool(reads) <= bool(after), experiment.id
         if fields.get("tuned_steps"):  # its own tuning, or the one whose steps it reuses
-            assert any(name.endswith("-tuning") for name in after), experiment.id
-            assert experiment.id + "-tuning" in after or experiment.id.endswith("-large")
+            tunings = [name.removesuffix("-tuning") for name in after
+                       if name.endswith("-tuning")]
+            assert any(experiment.id.startswith(base) for base in tunings), experiment.id
         if experiment.id.endswith("-training"):
             assert experiment.id.replace("-training", "-curves") in after
     assert get("xie2019-mountain-car").after == ("xie2019-mountain-car-policy",

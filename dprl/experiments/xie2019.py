@@ -19,6 +19,10 @@ sample. DP-LSW and DP-LSL (Balle et al. 2016) run on the same data sets at the s
   ``m_fixed``).
 - ``xie2019-chain-iterations``: MSPBE against the number of iterations ``N`` at one ``m``,
   every step of the grid: whether GTD2, and GPOPE, had converged at ``N = m``.
+- ``xie2019-chain-pld``: ``xie2019-chain``'s first 25 trials (the same data sets and, under
+  RDP's calibration, the same runs) with GPOPE under RDP's calibration and the sound PLD's
+  (:func:`~dprl.xie2019.privacy.pld_sigma`), both at RDP's tuned step: what the PLD's smaller
+  noise buys.
 """
 
 from __future__ import annotations
@@ -220,6 +224,26 @@ CHAIN = register(Experiment(
             tuple(float(10 ** (k / 2)) for k in row)
             for row in ((-5, -4, 1), (-3, -4, 1), (-2, -3, 1), (-2, -3, 1), (-2, -4, 1),
                         (-2, -4, 1), (-2, -4, 1)))),
+    },
+    run_trials=chain_trials, after=(TUNING.id,)))
+
+
+def _tightest_twice(steps: tuple[tuple[float, ...], ...]) -> tuple[tuple[float, ...], ...]:
+    """Rows ``(paper, tightest, GTD2)`` of tuned steps as ``(tightest, tightest, GTD2)``: the
+    PLD's runs at RDP's step (not tuned for it), so that only the noise differs."""
+    return tuple((row[1], row[1], row[2]) for row in steps)
+
+
+PLD = register(Experiment(
+    id="xie2019-chain-pld",
+    title="Xie et al. (2019), chain: GPOPE at RDP's and at the sound PLD's sigma",
+    chapter="book/xie2019/privacy-analysis.ipynb",
+    configs={
+        "smoke": dataclasses.replace(CHAIN.configs["smoke"], calibrations=("tightest", "pld")),
+        # xie2019-chain's first 25 of its 100 trials (353 CPU s on a loaded machine)
+        "paper": dataclasses.replace(
+            CHAIN.configs["paper"], n_trials=25, calibrations=("tightest", "pld"),
+            tuned_steps=_tightest_twice(CHAIN.configs["paper"].tuned_steps)),
     },
     run_trials=chain_trials, after=(TUNING.id,)))
 
