@@ -202,4 +202,4 @@ def _gpope_audit(name: str, calibration: str, root_seed: int, edge_low: float,
 
 _gpope_audit("paper", "paper", 1703, -1.0, 6.0, 3501)
 _gpope_audit("sound", "tightest", 1704, -0.5, 1.5, 2001)
-_gpope_audit("pld", "pld", 1705, -1.0, 2.5, 3501)
+_gpope_audit("pld", "pld", 1717, -1.0, 2.5, 3501)
