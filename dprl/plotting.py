@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from io import BytesIO
 from typing import Literal
 
 import matplotlib as mpl
@@ -495,10 +494,13 @@ def drawn_text(fig: Figure) -> list[DrawnText]:
 
 def png_width(fig: Figure) -> int:
     """The width in pixels of the PNG that IPython's inline backend makes of ``fig`` (at the
-    figure's dpi, cropped to its drawn parts with ``bbox_inches="tight"``)."""
-    image = BytesIO()
-    fig.savefig(image, format="png", dpi=fig.dpi, bbox_inches="tight")
-    return int.from_bytes(image.getvalue()[16:20], "big")  # the IHDR chunk's width
+    figure's dpi, cropped to its drawn parts with ``bbox_inches="tight"``), found as
+    matplotlib's ``print_figure`` finds it (a draw without rendering, the tight box padded by
+    ``savefig.pad_inches``, truncated to whole pixels) without rendering or encoding the image.
+    """
+    fig.draw_without_rendering()
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    return int(box.padded(mpl.rcParams["savefig.pad_inches"]).width * fig.dpi)
 
 
 def display_scale(fig: Figure, column_px: float = COLUMN_PX) -> float:
@@ -541,8 +543,9 @@ def fit_to_column(fig: Figure, column_px: float = COLUMN_PX, rounds: int = 8) ->
         inches = fig.get_size_inches()
         fig.set_size_inches(math.floor(inches[0] * c * 100) / 100,
                             math.floor(inches[1] * math.sqrt(c) * 100) / 100)
-    if png_width(fig) > column_px:
-        raise ValueError(f"fig: its image stays wider than {column_px} px ({png_width(fig)} px): "
+    width = png_width(fig)
+    if width > column_px:
+        raise ValueError(f"fig: its image stays wider than {column_px} px ({width} px): "
                          f"a title, label or legend wider than its panel (shorten or wrap it)")
     return True
 

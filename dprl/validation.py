@@ -7,7 +7,9 @@ condition it violates; nothing is clipped, dropped or coerced.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Collection, Hashable, Mapping, Sequence, Set
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -90,6 +92,13 @@ def require_int(name: str, value: int, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def require_folder(name: str, value: str | os.PathLike) -> Path:
+    """The path of an existing folder (a ``str`` or ``os.PathLike``), as a :class:`Path`."""
+    if not isinstance(value, (str, os.PathLike)) or not Path(value).is_dir():
+        raise ValueError(f"{name} must be an existing folder, got {value!r}")
+    return Path(value)
 
 
 def require_array(name: str, value: ArrayLike, ndim: int | None = None,

@@ -88,5 +88,6 @@ def test_each_cost_takes_only_its_papers_results():
         sharma_cost("xie2019-hiv-large")
     for cost, experiment_id in ((xie_cost, "xie2019-hiv-large"),
                                 (sharma_cost, "sharma2025-cartpole-training")):
-        with pytest.raises(ValueError, match="results_dir must be a folder's path"):
-            cost(experiment_id, results_dir=3)
+        for results_dir in (3, "no/such/folder"):
+            with pytest.raises(ValueError, match="results_dir must be an existing folder"):
+                cost(experiment_id, results_dir=results_dir)

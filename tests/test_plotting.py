@@ -381,3 +381,19 @@ def test_tick_labels_or_titles_drawn_over_each_other_are_refused():
     ax.set_xlim(-0.5, 3.5)  # set_xticks widened the view to its ticks
     assert colliding_text(fig) == []  # ticks outside the view are not drawn
     plt.close(fig)
+
+
+@pytest.mark.parametrize("layout", ["constrained", None])
+@pytest.mark.parametrize("width", [3.3, 7.7, 12.9])
+def test_png_width_is_the_width_of_the_image_ipython_makes(layout, width):
+    """png_width finds the width without rendering: it must equal the PNG's own."""
+    from IPython.core.pylabtools import print_figure
+    from dprl.plotting import png_width
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.1), layout=layout)
+    for ax in axes:
+        ax.plot([1, 10, 1e5], [0, 1, 2])
+        ax.set_title("a title of some length")
+    fig.legend(["a line"], loc="outside lower center" if layout else "lower center")
+    image = print_figure(fig, "png", bbox_inches="tight")
+    assert png_width(fig) == int.from_bytes(image[16:20], "big")
+    plt.close(fig)

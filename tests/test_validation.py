@@ -3,7 +3,7 @@ import pytest
 
 from dprl.validation import (require_array, require_choice, require_delta, require_epsilon,
                              require_in_bounds, require_int, require_positive,
-                             require_probability)
+                             require_folder, require_probability)
 
 
 @pytest.mark.parametrize("value", [True, np.True_, "2", None, 1 + 2j])
@@ -52,3 +52,14 @@ def test_require_choice_returns_a_known_value_and_names_the_argument_otherwise()
         require_choice("env", "HIV", {"CartPole": 1, "Acrobot": 2})
     with pytest.raises(ValueError, match="method must be one of"):
         require_choice("method", ["dpsgd"], {"dpsgd", "ours"})
+
+
+def test_require_folder_takes_existing_folders_only(tmp_path):
+    assert require_folder("results_dir", tmp_path) == tmp_path
+    assert require_folder("results_dir", str(tmp_path)) == tmp_path
+    for value in (3, None, tmp_path / "missing", str(tmp_path / "missing")):
+        with pytest.raises(ValueError, match="results_dir must be an existing folder"):
+            require_folder("results_dir", value)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="results_dir"):
+        require_folder("results_dir", tmp_path / "file")

@@ -106,7 +106,10 @@ def test_rising_to_the_limit_and_staying_there_is_not_the_maximiser():
     sawtooth = sawtooth_canary(x, m, lipschitz, 1 / 20000)
     assert _norm(x, ramp, beta) < 0.75 * _norm(x, sawtooth, beta)
     sup = admissible_norm_sup(m, lipschitz, beta)
-    assert sup ** 2 == pytest.approx(lemma6_norm_bound(m, lipschitz, beta), rel=1e-14)
+    for length in (0.5, 1.0, 3.0):  # l (L^2 / (2 beta) + beta m^2 / 2) + m^2, expanded
+        expected = length * (lipschitz ** 2 / (2 * beta) + beta * m ** 2 / 2) + m ** 2
+        assert lemma6_norm_bound(m, lipschitz, beta, length) == pytest.approx(expected,
+                                                                              rel=1e-14)
     assert sup ** 2 == pytest.approx((v ** 2 + v) * lipschitz ** 2, rel=1e-14)
 
 

@@ -115,6 +115,22 @@ def test_gpope_adds_the_noise_of_the_named_calibration():
         x.calibrated_sigma("sound", 1.0, 1e-5, 300, 300)
 
 
+def test_each_calibration_is_certified_by_its_sound_accountant():
+    """certified_epsilon names the accountant that certifies a calibration's sigma: the PLD
+    for "pld" (which RDP does not certify at the target), RDP's tightest for the others."""
+    eps, delta, n, m = 1.0, 1e-5, 100, 100
+    for calibration in x.CALIBRATIONS:
+        sigma = x.calibrated_sigma(calibration, eps, delta, n, m)
+        accountant = x.pld_epsilon if calibration == "pld" else x.tightest_epsilon
+        assert x.certified_epsilon(calibration, sigma, delta, n, m) == accountant(
+            sigma, delta, n, m)
+    sigma = x.calibrated_sigma("pld", eps, delta, n, m)
+    assert x.certified_epsilon("pld", sigma, delta, n, m) <= eps
+    assert x.tightest_epsilon(sigma, delta, n, m) > eps
+    with pytest.raises(ValueError, match="calibration"):
+        x.certified_epsilon("sound", sigma, delta, n, m)
+
+
 def test_calibrations_at_a_large_eps():
     """eps = 10 (Fig. 4's largest level): Lemma 1's bracket passes sigmas whose tail bound
     exceeds 1 by far (it is capped at 1, not overflowed)."""

@@ -46,7 +46,7 @@ from dprl.features import tabular_features
 from dprl.seeding import named_stream
 from dprl.validation import require_choice, require_positive
 from dprl.xie2019.gpope import Prepared, clip_gradients, prepare
-from dprl.xie2019.privacy import CALIBRATIONS, calibrated_sigma, pld_epsilon, tightest_epsilon
+from dprl.xie2019.privacy import CALIBRATIONS, calibrated_sigma, certified_epsilon
 
 #: the three-state chain whose episode ``0 -> 1 -> 2`` is ``tau`` (module docstring)
 CHAIN = ChainMDP(n_states=3, horizon=2, gamma=0.99)
@@ -152,12 +152,10 @@ def pair_sensitivity(config: GPOPEAuditConfig) -> float:
 
 @accountant_epsilon.register
 def _(config: GPOPEAuditConfig) -> float:
-    """A sound bound under replace-one (sensitivity 2h) at the calibration's sigma: the
-    symmetrised PLD (:func:`~dprl.xie2019.privacy.pld_epsilon`) for calibration ``"pld"``,
-    else the tightest RDP bound (:func:`~dprl.xie2019.privacy.tightest_epsilon`, WBK Thm.
-    27)."""
-    accountant = pld_epsilon if config.calibration == "pld" else tightest_epsilon
-    return accountant(config.sigma, config.delta, config.n_iterations, config.m)
+    """A sound bound under replace-one (sensitivity 2h) at the calibration's sigma
+    (:func:`~dprl.xie2019.privacy.certified_epsilon`)."""
+    return certified_epsilon(config.calibration, config.sigma, config.delta,
+                             config.n_iterations, config.m)
 
 
 @pair_epsilon.register

@@ -19,7 +19,6 @@ Two settings of the book are smaller than the papers':
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,7 +28,7 @@ from dprl.experiments.runner import RESULTS_DIR, result_paths
 from dprl.experiments.scaling import Task, TaskGraph, task_graph
 from dprl.experiments.storage import read_sidecar
 from dprl.tables import Table
-from dprl.validation import require_choice, require_int
+from dprl.validation import require_choice, require_folder, require_int
 
 #: Sharma et al.'s training results and Xie et al.'s largest-m results.
 SHARMA_RESULTS = tuple(f"sharma2025-{env}-training"
@@ -82,9 +81,8 @@ def sharma_paper_steps(env: str, run) -> int | None:
 
 
 def _record(experiment_id: str, results_dir: Path | str) -> dict:
-    if not isinstance(results_dir, (str, os.PathLike)):
-        raise ValueError(f"results_dir must be a folder's path, got {results_dir!r}")
-    record = read_sidecar(result_paths(experiment_id, "paper", results_dir)[1])
+    record = read_sidecar(result_paths(experiment_id, "paper",
+                                       require_folder("results_dir", results_dir))[1])
     if record is None or record.get("cpu_time_s") is None:
         raise ValueError(f"{experiment_id} has no committed paper-scale result with its CPU "
                          f"time in {results_dir}")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -36,7 +35,7 @@ from dprl.experiments.registry import get, run_order
 from dprl.experiments.runner import RESULTS_DIR, result_paths
 from dprl.experiments.storage import read_sidecar
 from dprl.tables import Table
-from dprl.validation import require_int, require_nonnegative
+from dprl.validation import require_folder, require_int, require_nonnegative
 
 #: The numbers of workers of the scaling table.
 WORKERS = (2, 8, 32, 128)
@@ -86,8 +85,7 @@ def task_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
     CPU seconds per trial times its trials; an experiment's batches wait for every batch of
     the experiments in its ``after``. Experiments without a recorded CPU time are left out
     (named in ``unmeasured``), and what waits for them waits for nothing."""
-    if not isinstance(results_dir, (str, os.PathLike)) or not Path(results_dir).is_dir():
-        raise ValueError(f"results_dir must be an existing folder, got {results_dir!r}")
+    results_dir = require_folder("results_dir", results_dir)
     tasks: list[Task] = []
     after: list[tuple[int, ...]] = []
     batches: dict[str, tuple[int, ...]] = {}

@@ -119,14 +119,18 @@ def ou_whiten(x: ArrayLike, values: ArrayLike, beta: float) -> np.ndarray:
     return innovations
 
 
-def lemma6_norm_bound(sup_norm: float, lipschitz: float, beta: float) -> float:
-    """Bound on ||f||_H^2 on [0, 1] from ||f||_inf and the Lipschitz constant, the step of
-    the proof of Theorem 5 that uses Lemma 6 (Wang & Hegde 2019):
-    (1 + beta/2) ||f||_inf^2 + L^2 / (2 beta)."""
+def lemma6_norm_bound(sup_norm: float, lipschitz: float, beta: float,
+                      length: float = 1.0) -> float:
+    """Bound on ||f||_H^2 on [0, ``length``] from ||f||_inf and the Lipschitz constant L, the
+    step of the proof of Theorem 5 that uses Lemma 6 (Wang & Hegde 2019): on [0, 1]
+    (1 + beta/2) ||f||_inf^2 + L^2 / (2 beta); on [0, l] (1 + l beta/2) ||f||_inf^2 +
+    l L^2 / (2 beta), the supremum over such f
+    (:func:`~dprl.wang2019.canary.admissible_norm_sup`)."""
     sup_norm = require_positive("sup_norm", sup_norm)
     lipschitz = require_positive("lipschitz", lipschitz)
     beta = require_positive("beta", beta)
-    return (1 + beta / 2) * sup_norm ** 2 + lipschitz ** 2 / (2 * beta)
+    length = require_positive("length", length)
+    return (1 + length * beta / 2) * sup_norm ** 2 + length * lipschitz ** 2 / (2 * beta)
 
 
 def theorem5_scale(alpha: float, k: float, batch_size: int) -> float:

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from dprl.mechanisms import gaussian_epsilon
 from dprl.validation import (require_array, require_delta, require_int, require_positive,
                              require_probability)
-from dprl.wang2019.calibration import AUTHORS_SETTING, Theorem5Calibration
+from dprl.wang2019.calibration import AUTHORS_SETTING, Theorem5Calibration, lemma6_norm_bound
 
 
 def admissible_norm_sup(sup_norm: float, lipschitz: float, beta: float,
@@ -27,18 +27,14 @@ def admissible_norm_sup(sup_norm: float, lipschitz: float, beta: float,
     The norm is ``(1/(2 beta)) int (f'^2 + beta^2 f^2) + (f(0)^2 + f(length)^2) / 2`` (Lemma 6;
     :func:`ou_rkhs_norm_squared`), so every admissible f has ``||f||_H^2 <= length (L^2 /
     (2 beta) + beta m^2 / 2) + m^2`` (``m`` = ``sup_norm``), the bound of Lemma 6 the proof
-    uses. The bound is the supremum: :func:`sawtooth_canary` with teeth of width t is
+    uses (:func:`~dprl.wang2019.calibration.lemma6_norm_bound`). The bound is the supremum: :func:`sawtooth_canary` with teeth of width t is
     admissible, and (length a multiple of 2 t) its squared norm falls short of it by
     ``length beta (m L t - L^2 t^2 / 3) / 2``, which vanishes with t. No admissible f attains
     it (that needs ``|f'| = L`` and ``|f| = m`` almost everywhere). The function that rises at
     slope L to m and stays there reaches less: ``f'^2`` counts only while it rises. On [0, 1]
     with ``beta = 1/v``, ``m = v L`` it is Theorem 5's ``C = (v^2 + v) L^2``: the proof's
     sensitivity bound is tight under its premises."""
-    m = require_positive("sup_norm", sup_norm)
-    lipschitz = require_positive("lipschitz", lipschitz)
-    beta = require_positive("beta", beta)
-    length = require_positive("length", length)
-    return math.sqrt(length * (lipschitz ** 2 / (2 * beta) + beta * m ** 2 / 2) + m ** 2)
+    return math.sqrt(lemma6_norm_bound(sup_norm, lipschitz, beta, length))
 
 
 def sawtooth_canary(x: ArrayLike, sup_norm: float, lipschitz: float,

@@ -15,7 +15,7 @@ from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
 from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
                                 primal_dual_descent)
 from dprl.xie2019.privacy import (CALIBRATIONS, RELATION_PARAMETERS, Calibrations,
-                                  calibrated_sigma, calibrations,
+                                  calibrated_sigma, calibrations, certified_epsilon,
                                   dp_accounting_epsilon,
                                   dp_accounting_sigma, exact_log_moment, gpope_delta,
                                   gpope_epsilon, gpope_sigma, lemma1_delta, lemma1_log_moment,
@@ -31,6 +31,7 @@ __all__ = [
     "RELATION_PARAMETERS",
     "calibrated_sigma",
     "calibrations",
+    "certified_epsilon",
     "dp_accounting_epsilon",
     "dp_accounting_sigma",
     "episode_statistics",

@@ -45,7 +45,8 @@ from dprl.accounting import (poisson_subsampled_gaussian_rdp, rdp_to_delta, rdp_
                              self_compose_rdp, smallest_sufficient_scale)
 from dprl.accounting.pld import (PLDOutOfReachError, poisson_gaussian_epsilon,
                                  replace_one_gaussian_epsilon)
-from dprl.validation import (require_delta, require_epsilon, require_int, require_positive)
+from dprl.validation import (require_choice, require_delta, require_epsilon, require_int,
+                             require_positive)
 
 #: Integer Renyi orders for GPOPE: every order 2..256 (the optimum for eps = 0.1, delta = 1e-5
 #: lies near 100, between the coarse default grid's 63 and 128), then coarser to 1024.
@@ -272,6 +273,17 @@ def calibrated_sigma(calibration: str, eps: float, delta: float, n_iterations: i
     if calibration == "pld":
         return pld_sigma(eps, delta, n_iterations, m, sensitivity)
     raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+
+
+def certified_epsilon(calibration: str, sigma: float, delta: float, n_iterations: int, m: int,
+                      sensitivity: float = 2.0) -> float:
+    """``eps`` at ``delta`` that a sound accountant certifies for ``sigma`` of the named
+    calibration: the accountant it was calibrated by, :func:`pld_epsilon` for ``"pld"``,
+    else :func:`tightest_epsilon` (RDP, WBK 2019 Thm. 27; the tightest sound bound the other
+    calibrations are checked against)."""
+    require_choice("calibration", calibration, CALIBRATIONS)
+    accountant = pld_epsilon if calibration == "pld" else tightest_epsilon
+    return accountant(sigma, delta, n_iterations, m, sensitivity)
 
 
 #: dp-accounting's RDP orders for GPOPE's sampled-without-replacement Gaussian.
