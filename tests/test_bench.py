@@ -63,7 +63,7 @@ def test_batching_ceiling_replays_every_product_of_a_plain_step():
     """The target's forward (3 products), the Q-network's (3) and the backward (5: the
     first layer's input needs no gradient) of a 2 x 256 CQL step on 256 4-D transitions."""
     import dprl.kernels
-    from dprl.bench import _plain_step_products
+    from dprl.sharma2025.benchmarks import _plain_step_products
 
     products = _plain_step_products()
     assert dprl.kernels.matmul.__name__ == "matmul"  # the recording is undone

@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 from scipy.optimize import root
 
 from dprl.envs.hiv import ERNST_ACTIONS, HIVEpisodes, HIVTreatmentEnv, HIVTreatmentMDP
-from dprl.bench import _previous_invert, previous_hiv_integrator
+from dprl.envs.benchmarks import _previous_invert, previous_hiv_integrator
 from dprl.envs.hiv_model import (_NONZERO, HEALTHY_STEADY_STATE, UNHEALTHY_STEADY_STATE,
                                  HIVConstants, _invert, _log_jacobian, _rates, derivatives,
                                  fixed_point, integrate, integrate_reference, jacobian)

@@ -1,5 +1,6 @@
 """Speed workloads for the Ornstein-Uhlenbeck sampler (Wang & Hegde 2019, Prop. 9): a
-candidate/reference pair for :mod:`dprl.bench` and the query-scaling measurement.
+candidate/reference pair and the query-scaling measurement, registered for
+``python -m dprl bench`` (:data:`BENCHMARKS`, :mod:`dprl.bench`).
 
 - :func:`ou_conditioning` vs :func:`dense_conditioning`: draw a path at 100 new points given
   its values at ``n`` sampled points, by nearest neighbours vs a dense Cholesky solve.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dprl.benchmarking import Benchmark, Scaling
 from dprl.validation import require_array, require_int
 from dprl.wang2019.functional_noise import OUPath, dense_conditional_sample
 
@@ -88,3 +90,24 @@ def loglog_slope(sizes: Sequence[int], times: Sequence[float]) -> float:
     if sizes.size < 2 or np.any(sizes <= 0) or np.any(times <= 0):
         raise ValueError("need at least 2 positive sizes and times")
     return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
+
+
+_OU_QUERY_BATCH = 1000
+
+
+def _ou_query_times(sizes: Sequence[int]) -> np.ndarray:
+    """Prop. 9's workload at each size, the fastest of 3 timings (Wang & Hegde 2019)."""
+    return np.min([query_times(sizes, _OU_QUERY_BATCH, seed) for seed in range(3)], axis=0)
+
+
+#: The benchmarks of this module, for :data:`dprl.bench.BENCHMARKS`.
+BENCHMARKS = (
+    Benchmark("ou-conditioning", "Ornstein-Uhlenbeck path at 100 new points given n sampled "
+              "ones (Wang & Hegde 2019, Prop. 9): nearest-neighbour bridges vs dense Gaussian "
+              "conditioning (Cholesky)", "sampled points", ou_conditioning, dense_conditioning,
+              size=10_000, quick_size=500, repeats=1, setup=conditioning_setup, goal=100.0),
+    Scaling("ou-scaling", "Ornstein-Uhlenbeck path answering N uniform queries in batches of "
+            f"{_OU_QUERY_BATCH} (Wang & Hegde 2019, Prop. 9: O(N log N), slope about 1; "
+            "O(N^2) would be 2)", "queries", _ou_query_times,
+            sizes=(10_000, 100_000, 1_000_000), quick_sizes=(1_000, 10_000), goal=1.2),
+)
