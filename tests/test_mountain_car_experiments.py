@@ -19,7 +19,7 @@ from dprl.xie2019 import prepare
 from dprl.xie2019.baselines import (episode_statistics, lstd, prepared_least_squares,
                                     prepared_statistics, wis_lstd)
 
-gpope_module = importlib.import_module("dprl.xie2019.gpope")  # the package's gpope is a function
+prepared_module = importlib.import_module("dprl.xie2019.prepared")
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +80,12 @@ def test_statistics_of_stacked_data_sets_are_those_of_each(episodes, data_sets):
             np.testing.assert_array_equal(together[k][d], single[k])
 
 
-@pytest.mark.parametrize("budget", [gpope_module._MATRIX_BUDGET, 0])  # matrices, transitions
+@pytest.mark.parametrize("budget", [prepared_module._MATRIX_BUDGET, 0])  # matrices, transitions
 def test_prepared_once_and_sliced_is_prepared_alone(episodes, budget, monkeypatch):
     """The nested data sets are prepared once at the largest m: the first m of it are the
     same bits as preparing the first m episodes, and LSTD / WIS-LSTD from the prepared
     matrices equal the second pass over the transitions to rounding."""
-    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", budget)
+    monkeypatch.setattr(prepared_module, "_MATRIX_BUDGET", budget)
     features = mountain_car_features()
     ratios = np.where(episodes.transition_mask, 0.5 + np.arange(episodes.horizon) % 3, 0.0)
     for rho in (None, ratios):

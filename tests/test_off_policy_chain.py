@@ -63,7 +63,7 @@ def test_td_statistics_with_ratios():
     """Off-policy td_statistics: 1-ratios change nothing; the per-trajectory version's fixed
     point zeroes GPOPE's mean gradient; the per-transition version matches the exact one."""
     from dprl.policy_evaluation import td_statistics
-    from dprl.xie2019.gpope import _Episodes
+    from dprl.xie2019.prepared import _Episodes
 
     features = aggregation_features(8, 2)
     trajectories, ratios = OFF.sample((2, 30), np.random.default_rng(3))

@@ -9,7 +9,8 @@ from dprl.features import aggregation_features, tabular_features
 from dprl.policy_evaluation import td_statistics
 from dprl.seeding import trial_generators
 from dprl.xie2019 import gpope_sigma
-from dprl.xie2019.gpope import _Episodes, gpope, primal_dual_descent
+from dprl.xie2019.gpope import gpope, primal_dual_descent
+from dprl.xie2019.prepared import _Episodes
 
 MDP = ChainMDP(n_states=6, horizon=30, gamma=0.9)
 PHI = aggregation_features(6, 2)
@@ -151,18 +152,18 @@ def test_tabular_matrix_and_transition_gradients_agree(monkeypatch, permuted):
 
     from dprl.envs import OffPolicyChain
 
-    gpope_module = importlib.import_module("dprl.xie2019.gpope")  # the module, not the function
+    prepared_module = importlib.import_module("dprl.xie2019.prepared")
 
     data, ratios = OffPolicyChain().sample((3, 50), np.random.default_rng(11))
     order = np.random.default_rng(5).permutation(40) if permuted else np.arange(40)
     features = tabular_features(40)[order]
-    tabular = gpope_module.prepare(data, features, 0.99, ratios)
+    tabular = prepared_module.prepare(data, features, 0.99, ratios)
     assert tabular.tabular is not None and tabular.matrices is None
     assert (tabular.tabular.offsets.size > 2) == permuted
-    dense = gpope_module.prepare(data, features, 0.99, ratios, tabular=False)
+    dense = prepared_module.prepare(data, features, 0.99, ratios, tabular=False)
     assert dense.tabular is None and dense.matrices is not None
-    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
-    fallback = gpope_module.prepare(data, features, 0.99, ratios, tabular=False)
+    monkeypatch.setattr(prepared_module, "_MATRIX_BUDGET", 0)
+    fallback = prepared_module.prepare(data, features, 0.99, ratios, tabular=False)
     assert fallback.matrices is None and fallback.tabular is None
     rng = np.random.default_rng(12)
     for _ in range(20):
@@ -175,7 +176,7 @@ def test_tabular_matrix_and_transition_gradients_agree(monkeypatch, permuted):
 
 
 def test_features_that_are_not_one_hot_are_not_tabular():
-    from dprl.xie2019.gpope import _one_hot_columns
+    from dprl.xie2019.prepared import _one_hot_columns
 
     assert np.array_equal(_one_hot_columns(np.eye(3)[[2, 0, 1, 1]]), [2, 0, 1, 1])
     assert _one_hot_columns(2 * np.eye(3)) is None
@@ -184,7 +185,7 @@ def test_features_that_are_not_one_hot_are_not_tabular():
 
 
 def test_prepared_data_gives_the_same_run_and_is_checked():
-    from dprl.xie2019.gpope import prepare
+    from dprl.xie2019.prepared import prepare
 
     data = ChainMDP(n_states=10).sample((2, 60), np.random.default_rng(13))
     features = tabular_features(10)
@@ -204,7 +205,7 @@ def test_prepared_data_gives_the_same_run_and_is_checked():
 
 
 def _runs_setup():
-    from dprl.xie2019.gpope import prepare
+    from dprl.xie2019.prepared import prepare
 
     data = ChainMDP(n_states=10).sample((3, 80), np.random.default_rng(21))
     features = tabular_features(10)
@@ -332,23 +333,23 @@ def test_mean_statistics_are_lstds_statistics(monkeypatch, permuted):
     from dprl.envs import OffPolicyChain
     from dprl.xie2019.baselines import episode_statistics
 
-    gpope_module = importlib.import_module("dprl.xie2019.gpope")
+    prepared_module = importlib.import_module("dprl.xie2019.prepared")
     data, ratios = OffPolicyChain().sample((3, 40), np.random.default_rng(21))
     order = np.random.default_rng(6).permutation(40) if permuted else np.arange(40)
     features = tabular_features(40)[order]
     expected = episode_statistics(data, features, 0.99, ratios, "trajectories")
-    tabular = gpope_module.prepare(data, features, 0.99, ratios).mean_statistics()
-    dense = gpope_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
+    tabular = prepared_module.prepare(data, features, 0.99, ratios).mean_statistics()
+    dense = prepared_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
     for got in (tabular, dense):
         for a, b in zip(got, expected):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
-    monkeypatch.setattr(gpope_module, "_MATRIX_BUDGET", 0)
+    monkeypatch.setattr(prepared_module, "_MATRIX_BUDGET", 0)
     with pytest.raises(ValueError, match="memory budget"):
-        gpope_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
+        prepared_module.prepare(data, features, 0.99, ratios, tabular=False).mean_statistics()
 
 
 def test_tabular_entries_of_a_data_set_do_not_depend_on_the_others():
-    from dprl.xie2019.gpope import prepare
+    from dprl.xie2019.prepared import prepare
 
     data = ChainMDP(n_states=10).sample((3, 30), np.random.default_rng(23))
     features = tabular_features(10)
@@ -361,7 +362,7 @@ def test_tabular_entries_of_a_data_set_do_not_depend_on_the_others():
 def test_tabular_prepared_once_and_sliced_is_prepared_alone():
     """The chain's nested data sets are prepared once at the largest m: the first m of the
     tabular entries are the same bits as preparing the first m trajectories alone."""
-    from dprl.xie2019.gpope import prepare
+    from dprl.xie2019.prepared import prepare
 
     data = ChainMDP(n_states=10).sample((2, 40), np.random.default_rng(29))
     features = tabular_features(10)

@@ -45,7 +45,8 @@ from dprl.experiments.audits import (AuditConfig, Statistics, _register, account
 from dprl.features import tabular_features
 from dprl.seeding import named_stream
 from dprl.validation import require_choice, require_positive
-from dprl.xie2019.gpope import Prepared, clip_gradients, prepare
+from dprl.xie2019.gpope import clip_gradients
+from dprl.xie2019.prepared import Prepared, prepare
 from dprl.xie2019.privacy import CALIBRATIONS, calibrated_sigma, certified_epsilon
 
 #: the three-state chain whose episode ``0 -> 1 -> 2`` is ``tau`` (module docstring)
@@ -92,7 +93,7 @@ class GPOPEAuditConfig(AuditConfig):
                             (-self.reward_scale, self.reward_scale))
 
     def prepared(self) -> Prepared:
-        """:func:`~dprl.xie2019.gpope.prepare` of :meth:`datasets` (tabular features)."""
+        """:func:`~dprl.xie2019.prepared.prepare` of :meth:`datasets` (tabular features)."""
         return prepare(self.datasets(), tabular_features(CHAIN.n_states), CHAIN.gamma)
 
 
@@ -100,7 +101,7 @@ def clipped_gradients(config: GPOPEAuditConfig, prepared: Prepared, xi: np.ndarr
                       ) -> tuple[np.ndarray, np.ndarray]:
     """The clipped gradients ``clip_h(B)`` (Alg. 1, line 5; Eq. 4.1) of ``tau`` and of the
     canary ``tau'`` at the points ``xi = (theta, w)``, ``(R, 2n)`` each, by the package's
-    :meth:`~dprl.xie2019.gpope.Prepared.gradient` and :func:`~dprl.xie2019.gpope.
+    :meth:`~dprl.xie2019.prepared.Prepared.gradient` and :func:`~dprl.xie2019.gpope.
     clip_gradients`."""
     n, runs = prepared.n_features, xi.shape[0]
     clipped = []

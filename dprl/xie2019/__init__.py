@@ -1,9 +1,10 @@
 """Xie, Thomas & Miklau (2019), *Privacy Preserving Off-Policy Evaluation*: GPOPE
 (gradient-perturbed GTD2) and its privacy analysis.
 
-- :mod:`~dprl.xie2019.gpope`: the primal-dual gradient (Eq. 4.1) from the per-trajectory
-  estimates (Eq. 2.2), GTD2 (Eq. 2.3) and GPOPE (Algorithm 1), vectorised over data sets
-  and over runs (step sizes, privacy levels) on the same data.
+- :mod:`~dprl.xie2019.prepared`: the per-trajectory estimates (Eq. 2.2) and the primal-dual
+  gradient (Eq. 4.1) they give, made ready once.
+- :mod:`~dprl.xie2019.gpope`: GTD2 (Eq. 2.3) and GPOPE (Algorithm 1), vectorised over data
+  sets and over runs (step sizes, privacy levels) on the same data.
 - :mod:`~dprl.xie2019.privacy`: Lemma 1 and Theorem 1 as printed, the full subsampling bound
   of Wang, Balle & Kasiviswanathan (2019, Thm. 9) for the same mechanism, the noise
   calibration GPOPE uses, and the parameter relations of Table 1 (App. A).
@@ -12,8 +13,8 @@
 """
 
 from dprl.xie2019.baselines import episode_statistics, lstd, wis_lstd
-from dprl.xie2019.gpope import (Prepared, gpope, gpope_runs, gradient_norms, prepare,
-                                primal_dual_descent)
+from dprl.xie2019.gpope import gpope, gpope_runs, gradient_norms, primal_dual_descent
+from dprl.xie2019.prepared import Prepared, prepare
 from dprl.xie2019.privacy import (CALIBRATIONS, RELATION_PARAMETERS, Calibrations,
                                   calibrated_sigma, calibrations, certified_epsilon,
                                   dp_accounting_epsilon,

@@ -23,7 +23,7 @@ import numpy as np
 
 from dprl.envs import Trajectories
 from dprl.validation import require_array, require_choice, require_nonnegative, require_probability
-from dprl.xie2019.gpope import Prepared, _Episodes
+from dprl.xie2019.prepared import Prepared, _Episodes
 
 NORMALISATIONS = ("trajectories", "transitions")
 IMPORTANCE = ("weighted", "ordinary")

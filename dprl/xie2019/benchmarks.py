@@ -26,7 +26,7 @@ from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.xie2019 import gpope_runs, prepare, primal_dual_descent
 from dprl.xie2019.baselines import episode_statistics, prepared_statistics
-from dprl.xie2019.gpope import _Episodes
+from dprl.xie2019.prepared import _Episodes
 from dprl.xie2019.privacy import GPOPE_ORDERS
 
 

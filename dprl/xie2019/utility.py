@@ -15,7 +15,7 @@ from dprl.envs import Trajectories
 from dprl.validation import (require_array, require_int, require_nonnegative,
                              require_positive, require_probability)
 from dprl.xie2019.baselines import episode_statistics
-from dprl.xie2019.gpope import _Episodes
+from dprl.xie2019.prepared import _Episodes
 
 
 def _square(name: str, value, n: int | None = None) -> np.ndarray:
