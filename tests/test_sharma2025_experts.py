@@ -180,7 +180,8 @@ def test_expert_level_accounting():
 
 def test_picked_trajectories_equal_their_place_among_all_of_an_experts():
     from dprl.envs.hiv import HIVTreatmentMDP
-    from dprl.sharma2025.hiv_experts import HIVExperts, hiv_settings
+    from dprl.sharma2025.hiv_experts import HIVExperts
+    from dprl.sharma2025.hiv_settings import hiv_settings
     from dprl.sharma2025.hiv_experts import record_trajectories as record_hiv
     from dprl.sharma2025.lander_experts import (HEURISTIC_PARAMETERS, LanderControllers,
                                                 record_trajectories as record_lander)

@@ -11,11 +11,12 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.features import PolynomialBasis
 from dprl.sharma2025.experts import ExpertPopulation, pmin_levels
-from dprl.sharma2025.hiv_experts import (HIVExpertProtocol, HIVSettings,
-                                         _simulate, batched_fitted_q, default_returns,
-                                         hiv_settings, noisy_efficacies, own_returns,
-                                         penalised_rewards, record_trajectories,
-                                         select_experts, train_candidates, train_hiv_experts)
+from dprl.control.batched_fitted_q import batched_fitted_q
+from dprl.sharma2025.hiv_experts import (HIVExpertProtocol, default_returns, own_returns,
+                                         record_trajectories, select_experts,
+                                         train_candidates, train_hiv_experts)
+from dprl.sharma2025.hiv_settings import (HIVSettings, _simulate, hiv_settings,
+                                          noisy_efficacies, penalised_rewards)
 from dprl.sharma2025.variants import variant_grid
 
 SHORT = HIVTreatmentMDP.sharma2025(horizon=8)

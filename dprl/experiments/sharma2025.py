@@ -41,7 +41,8 @@ from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.lunar_lander import LanderVariant
 from dprl.sharma2025.cem import CEMSettings, train_experts
 from dprl.sharma2025.hiv_experts import (HIVExpertProtocol, HIVExperts, default_returns,
-                                         hiv_settings, select_experts, train_candidates)
+                                         select_experts, train_candidates)
+from dprl.sharma2025.hiv_settings import hiv_settings
 from dprl.sharma2025.lander_experts import CEMConfig as LanderCEM
 from dprl.sharma2025.lander_experts import (LanderControllers, evaluate_on_default,
                                             train_setting)

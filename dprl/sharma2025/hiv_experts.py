@@ -12,7 +12,7 @@ with linear action values ``Q(o, a) = w_a . phi(o)`` on the polynomial features 
 ``log10`` state (:func:`dprl.envs.hiv_features.q_features`), as
 :mod:`dprl.experiments.hiv_policy` learns Xie et al. (2019)'s HIV policy.
 
-The setting's model (:func:`noisy_efficacies`, :func:`penalised_rewards`): in a noisy
+The setting's model (:mod:`dprl.sharma2025.hiv_settings`): in a noisy
 setting, *every patient at every step* gets independent Gaussian noise of s.d. ``sigma`` on
 each efficacy ``(e1, e2)`` of its action, clipped to [0, 1], held for the step's 20 days;
 the reward penalises the *prescribed* dose, ``-0.1 V - p1 e1^2 - p2 e2^2 + 1e3 E`` with the
@@ -27,7 +27,8 @@ all their patients in one batched integration per step:
    in the setting's FQI fit (unit weights) to all its earlier data (Ernst et al. 2006);
 2. candidates: ``n_candidates`` FQI fits per setting to all its data, each with its own
    Poisson(1) bootstrap weight per transition (so candidates of one setting differ), its
-   setting's rewards, ridge least squares per action (:func:`batched_fitted_q`);
+   setting's rewards, ridge least squares per action
+   (:func:`~dprl.control.batched_fitted_q.batched_fitted_q`);
 3. selection (App. B.1, :func:`select_experts`): every candidate's undiscounted return on its
    own setting (one episode if noise-free, the mean of ``n_noisy_evaluations`` if noisy);
    the best candidate of every setting, then the ``n_second_best`` best second-best ones.
@@ -45,217 +46,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dprl.control.batched_fitted_q import BatchedFittedQ, batched_fitted_q
 from dprl.envs.episodes import Episodes
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
-from dprl.envs.hiv_model import integrate
 from dprl.features import PolynomialBasis
 from dprl.seeding import named_stream
 from dprl.sharma2025.datasets import checked_picks, pick
 from dprl.sharma2025.experts import pmin_actions, pmin_levels
-from dprl.sharma2025.variants import variant_grid
+from dprl.sharma2025.hiv_settings import HIVSettings, _simulate, penalised_rewards
 from dprl.validation import (frozen_copy, require_array, require_int, require_nonnegative,
                              require_probability)
 
 _COLLECT, _BOOTSTRAP, _EVALUATE = 0, 1, 2   # named streams of a setting
-_GRAM_CHUNK = 64                            # groups whose Gram matrices are formed at once
 
-
-# --- the settings and their model -----------------------------------------------------------
-
-@dataclass(frozen=True)
-class HIVSettings:
-    """Settings of App. B.1's HIV grid: ``ids`` ``(S,)`` their indices in
-    :func:`dprl.sharma2025.variants.variant_grid` ``("HIV")`` (which name their random
-    streams), ``drug_penalties`` ``(S, 2)`` the ``(p1, p2)`` of the reward and
-    ``efficacy_noise`` ``(S,)`` the s.d. of the efficacy noise."""
-
-    ids: np.ndarray
-    drug_penalties: np.ndarray
-    efficacy_noise: np.ndarray
-
-    def __post_init__(self) -> None:
-        ids = np.asarray(self.ids)
-        if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 1 or ids.size == 0 \
-                or ids.min() < 0:
-            raise ValueError(f"ids must be a non-empty 1-D array of integers >= 0, got "
-                             f"{ids.dtype} {ids.shape}")
-        penalties = require_array("drug_penalties", self.drug_penalties, shape=(ids.size, 2))
-        noise = require_array("efficacy_noise", self.efficacy_noise, shape=(ids.size,))
-        if penalties.min() < 0 or noise.min() < 0:
-            raise ValueError("drug_penalties and efficacy_noise must be >= 0")
-        for name, value in (("ids", ids.astype(np.int64)), ("drug_penalties", penalties),
-                            ("efficacy_noise", noise)):
-            object.__setattr__(self, name, frozen_copy(value))
-
-    @property
-    def n_settings(self) -> int:
-        """``S``."""
-        return self.ids.size
-
-    def take(self, index: np.ndarray) -> HIVSettings:
-        """The settings at positions ``index`` (repeats allowed)."""
-        return HIVSettings(self.ids[index], self.drug_penalties[index],
-                           self.efficacy_noise[index])
-
-
-def hiv_settings(ids: Sequence[int] | np.ndarray | None = None) -> HIVSettings:
-    """App. B.1's HIV settings (Sharma et al. 2025): all 2000 of
-    ``variant_grid("HIV")``, or those at grid indices ``ids``."""
-    grid = variant_grid("HIV")
-    n = grid["efficacy_noise"].size
-    ids = np.arange(n) if ids is None else np.asarray(ids)
-    if not np.issubdtype(ids.dtype, np.integer) or ids.ndim != 1 or ids.size == 0 \
-            or ids.min() < 0 or ids.max() >= n:
-        raise ValueError(f"ids must be a non-empty 1-D array of integers in [0, {n}), got "
-                         f"{ids.dtype} {ids.shape}")
-    penalties = np.stack([grid["drug_1_penalty"], grid["drug_2_penalty"]], axis=1)
-    return HIVSettings(ids, penalties[ids], grid["efficacy_noise"][ids])
-
-
-def noisy_efficacies(efficacies: np.ndarray, noise_sd: np.ndarray,
-                     normals: np.ndarray) -> np.ndarray:
-    """The efficacies held in a step of App. B.1's noisy settings: ``clip(e + sigma z, 0, 1)``
-    for efficacies ``(n, 2)``, per-patient s.d. ``noise_sd`` ``(n,)`` and standard normals
-    ``normals`` ``(n, 2)`` (independent per patient, step and drug)."""
-    efficacies = require_array("efficacies", efficacies, shape=(None, 2))
-    noise_sd = require_array("noise_sd", noise_sd, shape=(efficacies.shape[0],))
-    normals = require_array("normals", normals, shape=efficacies.shape)
-    return np.clip(efficacies + noise_sd[:, None] * normals, 0.0, 1.0)
-
-
-def penalised_rewards(mdp: HIVTreatmentMDP, next_states: np.ndarray, actions: np.ndarray,
-                      drug_penalties: np.ndarray) -> np.ndarray:
-    """Ernst et al. (2006)'s reward with per-patient drug penalties (App. B.1's settings):
-    ``-0.1 V - p1 e1^2 - p2 e2^2 + 1e3 E`` at the post-step states ``(..., 6)``, with the
-    nominal efficacies of ``actions`` ``(...)`` and ``drug_penalties`` ``(..., 2)``
-    (broadcast); equal to :meth:`HIVTreatmentMDP.rewards` bit for bit when the penalties are
-    the MDP's."""
-    next_states = require_array("next_states", next_states)
-    actions = np.asarray(actions)
-    if next_states.shape[-1:] != (6,) or next_states.shape[:-1] != actions.shape:
-        raise ValueError(f"next_states must have shape actions.shape + (6,) = "
-                         f"{actions.shape + (6,)}, got {next_states.shape}")
-    e1, e2 = np.moveaxis(mdp.efficacies(actions.ravel()).reshape(*actions.shape, 2), -1, 0)
-    penalties = require_array("drug_penalties", drug_penalties)
-    if penalties.shape[-1:] != (2,):
-        raise ValueError(f"drug_penalties must have shape (..., 2), got {penalties.shape}")
-    p1, p2 = penalties[..., 0], penalties[..., 1]
-    return (-mdp.virus_weight * next_states[..., 4] - p1 * e1 ** 2 - p2 * e2 ** 2
-            + mdp.effector_weight * next_states[..., 5])
-
-
-def _simulate(mdp: HIVTreatmentMDP, choose: Callable[[int, np.ndarray], np.ndarray],
-              n: int, noise: tuple[np.ndarray, np.ndarray] | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` patients from ``mdp``'s initial state for ``mdp.horizon`` steps, all in one
-    integration per step; ``choose(t, observations (n, 6))`` gives the actions ``(n,)``;
-    ``noise = (sd (n,), normals (n, H, 2))`` perturbs the efficacies
-    (:func:`noisy_efficacies`). Returns the states ``(n, H + 1, 6)`` and actions ``(n, H)``."""
-    states = mdp.initial_states(n)
-    path, actions = [states], []
-    for t in range(mdp.horizon):
-        action = np.asarray(choose(t, np.log10(states)), dtype=np.int64)
-        efficacies = mdp.efficacies(action)
-        if noise is not None:
-            efficacies = noisy_efficacies(efficacies, noise[0], noise[1][:, t])
-        states = integrate(states, efficacies, mdp.step_days, mdp.constants, mdp.tol)
-        path.append(states)
-        actions.append(action)
-    return np.stack(path, axis=1), np.stack(actions, axis=1)
-
-
-# --- batched fitted Q iteration -------------------------------------------------------------
-
-@dataclass(frozen=True)
-class BatchedFittedQ:
-    """``weights`` ``(G, K, A, d)``: expert ``(g, k)``'s ``Q(o, a) = weights[g, k, a] .
-    phi(o)``; ``last_change`` ``(G, K)``: its largest ``|Q_N - Q_{N-1}|`` over its data
-    (rows of positive weight) in the last iteration."""
-
-    weights: np.ndarray
-    last_change: np.ndarray
-
-
-def _grams(features: np.ndarray, indicator: np.ndarray, sample_weights: np.ndarray,
-           ridge: float) -> np.ndarray:
-    """``sum_i w_i 1{a_i = a} phi_i phi_i^T + ridge n_a I`` ``(G, K, A, d, d)``, ``n_a`` the
-    weighted count of action ``a``; stacked products of fixed shape, a few groups at a time."""
-    G, K, n = sample_weights.shape
-    A, d = indicator.shape[1], features.shape[2]
-    counts = np.einsum("gkn,gan->gka", sample_weights, indicator)
-    empty = np.argwhere(counts == 0)
-    if empty.size:
-        g, k, a = empty[0]
-        raise ValueError(f"action {a} has zero weight for expert ({g}, {k}): its values "
-                         "cannot be fitted")
-    grams = np.empty((G, K, A, d, d))
-    for start in range(0, G, _GRAM_CHUNK):
-        part = slice(start, start + _GRAM_CHUNK)
-        phi = features[part]
-        for a in range(A):
-            weighted = (sample_weights[part] * indicator[part, None, a])[..., None] * phi[:, None]
-            grams[part, :, a] = np.matmul(weighted.swapaxes(-1, -2), phi[:, None])
-    return grams + ridge * counts[..., None, None] * np.eye(d)
-
-
-def batched_fitted_q(features: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
-                     next_features: np.ndarray, sample_weights: np.ndarray, n_actions: int,
-                     gamma: float, n_iterations: int, ridge: float = 0.0) -> BatchedFittedQ:
-    """Fitted Q iteration (Ernst et al. 2005, Algorithm 1) for ``G x K`` experts at once:
-    :func:`dprl.control.fitted_q.fitted_q_iteration` for expert ``(g, k)`` on group ``g``'s
-    non-terminal transitions (``features``, ``next_features`` ``(G, n, d)``, ``actions``,
-    ``rewards`` ``(G, n)``), each transition repeated ``sample_weights[g, k, i] >= 0`` times
-    (e.g. bootstrap counts; real weights are allowed): from ``Q_0 = 0``,
-
-    ``y_i = r_i + gamma clip(max_b Q_{N-1}(o'_i, b), V_min, V_max)``,
-    ``w_a = argmin_w sum_i w_i 1{a_i = a} (w . phi_i - y_i)^2 + ridge n_a ||w||^2``,
-
-    ``[V_min, V_max]`` from the rewards of the expert's positively weighted transitions. The
-    normal equations are stacked ``(G, K, A, d, d)`` systems (``numpy.linalg.solve``); every
-    matrix product is stacked with a fixed shape per expert, so an expert's bits do not
-    depend on ``G`` or ``K``."""
-    features = require_array("features", features, ndim=3)
-    G, n, d = features.shape
-    next_features = require_array("next_features", next_features, shape=(G, n, d))
-    rewards = require_array("rewards", rewards, shape=(G, n))
-    sample_weights = require_array("sample_weights", sample_weights, shape=(G, None, n))
-    if sample_weights.min() < 0:
-        raise ValueError("sample_weights must be >= 0")
-    n_actions = require_int("n_actions", n_actions, minimum=2)
-    actions = np.asarray(actions)
-    if not np.issubdtype(actions.dtype, np.integer) or actions.shape != (G, n) \
-            or actions.min() < 0 or actions.max() >= n_actions:
-        raise ValueError(f"actions must be integers in [0, {n_actions}) of shape {(G, n)}")
-    gamma = require_probability("gamma", gamma, open_high=True)
-    n_iterations = require_int("n_iterations", n_iterations)
-    ridge = require_nonnegative("ridge", ridge)
-
-    indicator = (actions[:, None, :] == np.arange(n_actions)[:, None]).astype(float)
-    grams = _grams(features, indicator, sample_weights, ridge)
-    used = sample_weights > 0
-    low = np.minimum(np.where(used, rewards[:, None], np.inf).min(axis=2), 0.0) / (1 - gamma)
-    high = np.maximum(np.where(used, rewards[:, None], -np.inf).max(axis=2), 0.0) / (1 - gamma)
-    weights = previous = np.zeros((G, sample_weights.shape[1], n_actions, d))
-    for _ in range(n_iterations):
-        next_q = np.matmul(next_features[:, None], weights.swapaxes(-1, -2))
-        targets = rewards[:, None] + gamma * np.clip(next_q.max(axis=3), low[..., None],
-                                                     high[..., None])
-        weighted = (sample_weights * targets)[:, :, None, :] * indicator[:, None]
-        rhs = np.matmul(weighted, features[:, None])
-        try:
-            solved = np.linalg.solve(grams, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError as error:
-            raise ValueError("a regression is singular; use ridge > 0") from error
-        weights, previous = solved, weights
-    change = np.matmul(features[:, None], (weights - previous).swapaxes(-1, -2))
-    change = np.take_along_axis(change, np.broadcast_to(actions[:, None, :, None],
-                                                        change.shape[:3] + (1,)), axis=3)
-    last = np.where(used, np.abs(change[..., 0]), 0.0).max(axis=2)
-    return BatchedFittedQ(frozen_copy(weights), frozen_copy(last))
-
-
-# --- the experts ----------------------------------------------------------------------------
 
 def _greedy(weights: np.ndarray, features: PolynomialBasis,
             observations: np.ndarray) -> np.ndarray:
@@ -512,7 +316,8 @@ def train_hiv_experts(mdp: HIVTreatmentMDP, settings: HIVSettings, protocol: HIV
                       rng: np.random.Generator) -> tuple[HIVExperts, HIVCandidates]:
     """Sharma et al. (2025, App. B.1)'s HIV experts with FQI in place of PPO: the candidates
     of :func:`train_candidates` and the experts that :func:`select_experts` keeps (``S +
-    n_second_best``; 3000 for the 2000 settings of :func:`hiv_settings`)."""
+    n_second_best``; 3000 for the 2000 settings of
+    :func:`~dprl.sharma2025.hiv_settings.hiv_settings`)."""
     candidates = train_candidates(mdp, settings, protocol, rng)
     setting, candidate, rank = select_experts(candidates.own_returns, protocol.n_second_best)
     experts = HIVExperts(candidates.weights[setting, candidate], protocol.degree,

@@ -91,7 +91,8 @@ def primal_dual_descent(trajectories: Trajectories, features, gamma: float, step
     sampled trajectory per iteration and data set: GTD2 (Eq. 2.3, ``clip=None``,
     ``noise_scale=0``) or GPOPE's loop (Algorithm 1, lines 2-7; ``zeta ~ N(0, sigma^2 I)``,
     ``noise_scale = sigma``). Returns ``(theta, w)``, each ``(*datasets, n)``. ``prepared``:
-    :func:`~dprl.xie2019.prepared.prepare` of the same data (checked against ``gamma``, ``m`` and ``ratios``)."""
+    :func:`~dprl.xie2019.prepared.prepare` of the same data (checked against ``gamma``, ``m``
+    and ``ratios``)."""
     gamma = require_probability("gamma", gamma)
     data = _prepared(trajectories, features, gamma, ratios, prepared)
     n_iterations = require_int("n_iterations", n_iterations)
@@ -138,8 +139,8 @@ def gpope(trajectories: Trajectories, features, gamma: float, step_size, n_itera
     delta, N, m)`` by the tightest sound accountant
     (:func:`~dprl.xie2019.privacy.tightest_sigma`: WBK Thm. 27, clipped gradients of
     neighbours differing by ``sensitivity * h``). Returns the released ``(theta, w)``, each
-    ``(*datasets, n)``. ``prepared``: :func:`~dprl.xie2019.prepared.prepare` of the same data, to share the
-    preprocessing between runs. ``calibration``: ``"tightest"``, ``"book"`` (WBK Thm. 9,
+    ``(*datasets, n)``. ``prepared``: :func:`~dprl.xie2019.prepared.prepare` of the same
+    data, to share the preprocessing between runs. ``calibration``: ``"tightest"``, ``"book"`` (WBK Thm. 9,
     :func:`~dprl.xie2019.privacy.gpope_sigma`) or ``"paper"`` (Lemma 1, sensitivity ``h``:
     not sound; :func:`~dprl.xie2019.privacy.calibrated_sigma`)."""
     if not isinstance(trajectories, Trajectories):  # m, the data-set size, comes from them
