@@ -22,6 +22,7 @@ from dprl.seeding import trial_generator
 from dprl.wang2019 import run_paths
 from dprl.wang2019.calibration import (dqn_calibration, exact_composition_delta,
                                        ou_rkhs_norm_squared)
+from dprl.wang2019.q_functions import tabular_q
 from dprl.wang2019.functional_noise import ou_kernel
 
 FRESH = ["audit-wang2019-proof", "audit-wang2019-statement", "audit-wang2019-proof-updates",
@@ -148,7 +149,7 @@ def test_reuse_follows_the_runs_path_schedule(monkeypatch):
         return original(learner, qconfig, state, batch)
 
     monkeypatch.setattr(ql, "_update", recording)
-    result = ql.train(ql.tabular_q(4), small.dqn, np.ones(1), [trial_generator(3, 0)])
+    result = ql.train(tabular_q(4), small.dqn, np.ones(1), [trial_generator(3, 0)])
     assert result.n_updates == small.n_updates and result.n_resets == 7
     assert np.array_equal(np.unique(used, return_inverse=True)[1], small.update_paths)
 

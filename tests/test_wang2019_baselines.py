@@ -21,7 +21,8 @@ from dprl.mechanisms import gaussian_delta
 from dprl.seeding import trial_generator, trial_generators
 from dprl.wang2019 import baselines as bl
 from dprl.wang2019.dp_sgd import ClippedNoisyMLPQ, per_example_sq_norms
-from dprl.wang2019.q_learning import AUTHORS_DQN, MLPQ, QLearningConfig, train
+from dprl.wang2019.q_functions import MLPQ
+from dprl.wang2019.q_learning import AUTHORS_DQN, QLearningConfig, train
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 

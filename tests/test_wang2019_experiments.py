@@ -11,7 +11,8 @@ from dprl.experiments.wang2019 import FIGURE2, FIGURE2_METHODS, figure2_dqn
 from dprl.seeding import trial_generator
 from dprl.wang2019.baselines import input_perturbation_scale, train_perturbed_rewards
 from dprl.wang2019.calibration import dqn_calibration
-from dprl.wang2019.q_learning import MLPQ, train
+from dprl.wang2019.q_functions import MLPQ
+from dprl.wang2019.q_learning import train
 
 
 def test_figure2_methods_are_wired_to_their_calibrations():

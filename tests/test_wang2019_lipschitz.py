@@ -7,7 +7,7 @@ import pytest
 
 from dprl.wang2019.lipschitz import (exact_lipschitz, finite_difference_lipschitz,
                                      spectral_lipschitz)
-from dprl.wang2019.q_learning import MLPQ
+from dprl.wang2019.q_functions import MLPQ
 
 
 def _runs(*params):

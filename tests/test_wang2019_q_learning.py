@@ -15,8 +15,9 @@ from torch.nn import functional
 import dprl.wang2019.q_learning as ql
 from dprl.envs.line_mdp import LineMDP
 from dprl.seeding import trial_generator, trial_generators
-from dprl.wang2019.q_learning import (AUTHORS_DQN, MLPQ, LinearQ, QLearningConfig,
-                                      evaluate_greedy, sweep, tabular_q, train)
+from dprl.wang2019.q_functions import MLPQ, LinearQ, tabular_q
+from dprl.wang2019.q_learning import (AUTHORS_DQN, QLearningConfig, evaluate_greedy, sweep,
+                                      train)
 from dprl.wang2019.run_paths import RunPaths
 
 #: Optimal expected return of a 50-step episode (tests/test_line_mdp.py).

@@ -1,6 +1,6 @@
 """White-box audits of Algorithm 1 of Wang & Hegde (2019) (chapter book/appendix/audits), on
 the conventions of :mod:`dprl.experiments.audits`, sampling the package's own noise paths
-(:class:`dprl.wang2019.run_paths.RunPaths`, the sampler behind ``q_learning._Noise``).
+(:class:`dprl.wang2019.run_paths.RunPaths`, the sampler behind :class:`~dprl.wang2019.run_paths.RunNoise`).
 
 **Releases.** As the proof of Theorem 5 assumes, every update's noisy function ``Q_t + g_t``
 is released, ``g ~ GP(0, sigma^2 exp(-beta |x - y|))``; the auditor reads it on a grid of

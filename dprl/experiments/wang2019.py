@@ -38,8 +38,9 @@ from dprl.wang2019.baselines import (BaselineResult, evaluate_table_greedy,
 from dprl.wang2019.calibration import READINGS, dqn_calibration
 from dprl.wang2019.lipschitz import (exact_lipschitz, finite_difference_lipschitz,
                                      spectral_lipschitz)
-from dprl.wang2019.q_learning import (ALGORITHM1, AUTHORS_DQN, MLPQ, QLearningConfig,
-                                      evaluate_greedy, train)
+from dprl.wang2019.q_functions import MLPQ
+from dprl.wang2019.q_learning import (ALGORITHM1, AUTHORS_DQN, QLearningConfig, evaluate_greedy,
+                                      train)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -60,7 +60,8 @@ from dprl.mechanisms import analytic_gaussian_sigma, gaussian_epsilon
 from dprl.seeding import trial_generator
 from dprl.validation import require_array, require_choice, require_int, require_positive
 from dprl.wang2019.dp_sgd import ClippedNoisyMLPQ
-from dprl.wang2019.q_learning import MLPQ, Learner, QLearningConfig, TrainResult, train
+from dprl.wang2019.q_functions import MLPQ, Learner
+from dprl.wang2019.q_learning import QLearningConfig, TrainResult, train
 
 ACCOUNTANTS = ("exact", "rdp")
 METHODS = ("input", "output", "dp_sgd")

@@ -1,7 +1,7 @@
 """DP-SGD (Abadi et al. 2016, Alg. 1) inside the batched DQN of
 :mod:`dprl.wang2019.q_learning`, the third baseline of Wang & Hegde (2019), Fig. 2.
 
-:class:`ClippedNoisyMLPQ` is an :class:`~dprl.wang2019.q_learning.MLPQ` whose ``backward``
+:class:`ClippedNoisyMLPQ` is an :class:`~dprl.wang2019.q_functions.MLPQ` whose ``backward``
 clips every example's gradient to L2 norm ``clip_norm`` and adds Gaussian noise to the sum;
 :func:`~dprl.wang2019.q_learning.train` calls it at each SGD step (Alg. 1 line 22) and
 post-processes the result as for the plain DQN (Huber residuals, the elementwise clamp,
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dprl.validation import frozen_copy, require_array, require_positive
-from dprl.wang2019.q_learning import MLPQ, Params
+from dprl.wang2019.q_functions import MLPQ, Params
 
 
 def per_example_sq_norms(params: Params, cache: list, dq: np.ndarray) -> np.ndarray:

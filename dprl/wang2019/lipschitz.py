@@ -10,7 +10,7 @@ takes the slope of each piece from the network's input gradient at the piece's m
 Two checks bracket it: :func:`spectral_lipschitz`, the product of the layers' spectral norms
 (an upper bound, ReLU being 1-Lipschitz; Szegedy et al. 2014), and
 :func:`finite_difference_lipschitz`, the largest difference quotient on a grid (a lower bound).
-All take :class:`~dprl.wang2019.q_learning.MLPQ` parameters of R runs (leading run axis) and
+All take :class:`~dprl.wang2019.q_functions.MLPQ` parameters of R runs (leading run axis) and
 return (R, A), one constant per run and action.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dprl.validation import require_int
-from dprl.wang2019.q_learning import MLPQ, Params
+from dprl.wang2019.q_functions import MLPQ, Params
 
 
 def _check(params: Params) -> Params:

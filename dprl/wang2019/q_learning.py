@@ -56,120 +56,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dprl.envs.line_mdp import N_ACTIONS, LineMDP
+from dprl.envs.line_mdp import LineMDP
 from dprl.seeding import trial_generator
 from dprl.validation import (require_array, require_choice, require_in_bounds, require_int,
                              require_positive, require_probability)
-from dprl.wang2019.run_paths import RunPaths
+from dprl.wang2019.q_functions import Learner, LinearQ, MLPQ, Params
+from dprl.wang2019.run_paths import RunNoise
 
-#: Parameters of R runs: a tuple of arrays, each with a leading run axis.
-Params = tuple[np.ndarray, ...]
 LOSSES, OPTIMIZERS, TARGET_NOISE = ("huber", "squared"), ("rmsprop", "sgd"), ("shared",
                                                                               "separate")
 SCHEDULES = ("replay", "iterations")
 _STREAMS = ("init", "env", "explore", "replay", "noise", "target_noise")
-
-
-@dataclass(frozen=True)
-class MLPQ:
-    """A ReLU network ``s -> (Q(s, a))_a`` (the authors' DQN: 1-16-16-2), with PyTorch's
-    default ``nn.Linear`` initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for weights
-    and biases and hand-written backpropagation, batched over runs (float64; activations
-    kept feature-major, (R, features, N), so the long axis is innermost)."""
-
-    hidden: tuple[int, ...] = (16, 16)
-    n_actions: int = N_ACTIONS
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(require_int("hidden", h) for h in self.hidden))
-        object.__setattr__(self, "n_actions", require_int("n_actions", self.n_actions, 2))
-
-    def init(self, rng: np.random.Generator) -> Params:
-        """One run's initial parameters ``(W_0, b_0, W_1, b_1, ...)`` of the authors' DQN
-        (Wang & Hegde 2019, Sec. 4; PyTorch's ``nn.Linear`` law), ``W_k`` shaped (out, in),
-        each weight matrix drawn before its bias."""
-        sizes, params = (1, *self.hidden, self.n_actions), []
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = 1 / math.sqrt(fan_in)
-            params += [rng.uniform(-bound, bound, (fan_out, fan_in)),
-                       rng.uniform(-bound, bound, fan_out)]
-        return tuple(params)
-
-    def forward(self, params: Params, states: np.ndarray) -> tuple[np.ndarray, list]:
-        """``Q_theta`` of Wang & Hegde (2019, Alg. 1) at ``states`` (R, N) as (R, N, A), and
-        the activations for :meth:`backward` (the first layer, of width 1, as an outer
-        product)."""
-        x, cache = states[:, None, :], []
-        for k in range(0, len(params), 2):
-            z = params[k] * x if k == 0 else np.matmul(params[k], x)
-            z += params[k + 1][..., None]
-            cache.append((x, z))
-            x = np.maximum(z, 0.0) if k + 2 < len(params) else z
-        return x.transpose(0, 2, 1), cache
-
-    @staticmethod
-    def backward(params: Params, cache: list, dq: np.ndarray) -> Params:
-        """Gradients of ``sum(dq * Q)`` with respect to every parameter, for the SGD step of
-        Wang & Hegde (2019, Alg. 1 line 22), by backpropagation (Rumelhart, Hinton & Williams
-        1986; ReLU' = 1{z > 0}, as PyTorch)."""
-        grads, upstream = [], dq.transpose(0, 2, 1)
-        for k in reversed(range(len(cache))):
-            x, z = cache[k]
-            if k + 1 < len(cache):
-                upstream = upstream * (z > 0)
-            grads = [np.matmul(upstream, x.transpose(0, 2, 1)), upstream.sum(axis=2)] + grads
-            if k:
-                upstream = np.matmul(params[2 * k].transpose(0, 2, 1), upstream)
-        return tuple(grads)
-
-
-@dataclass(frozen=True, eq=False)
-class LinearQ:
-    """Linear action values ``Q(s, a) = phi(s) . w_a`` from zero weights; ``features`` maps
-    states (R, N) to (R, N, n_features). One-hot bins (:func:`tabular_q`) make it tabular
-    Q-learning on a discretised state space (Watkins 1989)."""
-
-    features: Callable[[np.ndarray], np.ndarray]
-    n_features: int
-    n_actions: int = N_ACTIONS
-
-    def __post_init__(self) -> None:
-        if not callable(self.features):
-            raise ValueError("features must be callable")
-        object.__setattr__(self, "n_features", require_int("n_features", self.n_features))
-        object.__setattr__(self, "n_actions", require_int("n_actions", self.n_actions, 2))
-
-    def init(self, rng: np.random.Generator) -> Params:
-        """Zero initial weights ``(W,)`` of linear Q-learning (Watkins 1989), W shaped
-        (n_features, A) (``rng`` unused: no randomness)."""
-        return (np.zeros((self.n_features, self.n_actions)),)
-
-    def forward(self, params: Params, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``Q_theta = phi(s) W`` (Wang & Hegde 2019, Alg. 1, with a linear Q) at ``states``
-        (R, N) as (R, N, A), and the features."""
-        phi = self.features(states)
-        return np.matmul(phi, params[0]), phi
-
-    @staticmethod
-    def backward(params: Params, phi: np.ndarray, dq: np.ndarray) -> Params:
-        """Gradient of ``sum(dq * Q)``, ``phi^T dq``, for the SGD step of Wang & Hegde (2019,
-        Alg. 1 line 22)."""
-        return (np.matmul(phi.transpose(0, 2, 1), dq),)
-
-
-def tabular_q(n_bins: int, n_actions: int = N_ACTIONS) -> LinearQ:
-    """Tabular Q-learning (Watkins 1989) on ``n_bins`` equal cells of [0, 1] as a
-    :class:`LinearQ` with one-hot features (s = 1 falls in the last cell)."""
-    n_bins = require_int("n_bins", n_bins)
-    eye = np.eye(n_bins)
-
-    def one_hot(states: np.ndarray) -> np.ndarray:
-        return eye[np.minimum((states * n_bins).astype(np.int64), n_bins - 1)]
-
-    return LinearQ(one_hot, n_bins, n_actions)
-
-
-Learner = MLPQ | LinearQ
 
 
 @dataclass(frozen=True)
@@ -244,47 +141,6 @@ ALGORITHM1 = QLearningConfig(epsilon_start=0.0, epsilon_end=0.0, target_update_e
                              bootstrap_truncation=True, schedule="iterations")
 
 
-class _Noise:
-    """``g_a(s)`` of all R runs (Alg. 1 lines 14-18): :class:`RunPaths` over the runs with
-    sigma > 0 (one path per action), exactly zero for the others (plain DQN)."""
-
-    def __init__(self, sigmas: np.ndarray, beta: float, rngs: Sequence[np.random.Generator],
-                 n_actions: int) -> None:
-        self.n_runs, self.n_actions = sigmas.size, n_actions
-        self._noisy = np.flatnonzero(sigmas > 0)
-        self._paths = RunPaths(sigmas[self._noisy], beta, [rngs[i] for i in self._noisy],
-                               n_actions) if self._noisy.size else None
-        self.n_resets = 0
-
-    def refresh(self, points: np.ndarray) -> np.ndarray:
-        """Fresh paths (Alg. 1 lines 7-8), drawn at ``points`` (R, K); values (R, K, A)."""
-        self.n_resets += 1
-        return self._apply("refresh", points)
-
-    def extend(self, points: np.ndarray) -> np.ndarray:
-        """The paths at one state per run (R,), sampled if new; values (R, A)."""
-        return self._apply("extend", points)
-
-    def __call__(self, points: np.ndarray) -> np.ndarray:
-        """The paths at states (R, N); values (R, N, A)."""
-        return self._apply("__call__", points)
-
-    @property
-    def n_points(self) -> np.ndarray:
-        """Distinct points in each run's paths (R,), 0 for the noiseless runs."""
-        counts = np.zeros(self.n_runs, dtype=np.int64)
-        if self._paths is not None:
-            counts[self._noisy] = self._paths.n_points
-        return counts
-
-    def _apply(self, method: str, points: np.ndarray) -> np.ndarray:
-        """``RunPaths.<method>`` on the noisy runs' points, zeros for the others."""
-        values = np.zeros(points.shape + (self.n_actions,))
-        if self._paths is not None:
-            values[self._noisy] = getattr(self._paths, method)(points[self._noisy])
-        return values
-
-
 @dataclass(frozen=True, eq=False)
 class NoisyQ:
     """The released functions ``Q~(s, a) = Q_theta(s, a) + g_a(s)`` of R runs (Wang & Hegde
@@ -293,7 +149,7 @@ class NoisyQ:
 
     learner: Learner
     params: Params
-    noise: _Noise
+    noise: RunNoise
 
     def __call__(self, states: ArrayLike) -> np.ndarray:
         """``Q~`` at ``states`` (R, N) in [0, 1], as (R, N, A)."""
@@ -372,8 +228,8 @@ class _State:
     params: Params
     target: Params
     moments: Params
-    noise: _Noise
-    target_noise: _Noise
+    noise: RunNoise
+    target_noise: RunNoise
     n_updates: int = 0
 
 
@@ -408,8 +264,8 @@ def train(learner: Learner, config: QLearningConfig, sigmas: ArrayLike,
         "grid", require_array("grid", grid, ndim=1), 0.0, 1.0)
     streams = [dict(zip(_STREAMS, rng.spawn(len(_STREAMS)))) for rng in rngs]
     params = _stack([learner.init(s["init"]) for s in streams])
-    noise = _Noise(sigmas, config.beta, [s["noise"] for s in streams], learner.n_actions)
-    target_noise = noise if config.target_noise == "shared" else _Noise(
+    noise = RunNoise(sigmas, config.beta, [s["noise"] for s in streams], learner.n_actions)
+    target_noise = noise if config.target_noise == "shared" else RunNoise(
         sigmas, config.beta, [s["target_noise"] for s in streams], learner.n_actions)
     state = _State(params, params, tuple(np.zeros_like(p) for p in params), noise,
                    target_noise)

@@ -20,6 +20,7 @@ Both are exact (up to rounding) for the Gaussian-process law, whatever the order
 Run r draws only from ``rngs[r]``: ``standard_normal((K, n_paths))`` per refresh and
 ``standard_normal(n_paths)`` per extension, so its values do not depend on the other runs.
 All arithmetic is elementwise across runs, so they agree bit for bit alone or in a batch.
+:class:`RunNoise` is the noise ``g_a(s)`` of a batch of runs, some of them noiseless.
 """
 
 from __future__ import annotations
@@ -189,3 +190,45 @@ def _ar1_scan(rho: np.ndarray, noise: np.ndarray) -> np.ndarray:
         carry[:, m] = local[:, m - 1, -1] + gain[:, m - 1, -1, None] * carry[:, m - 1]
     values = local + gain[..., None] * carry[:, :, None, :]
     return values.reshape(n_runs, n_blocks * block, width)[:, :length]
+
+
+class RunNoise:
+    """``g_a(s)`` of all R runs of :func:`dprl.wang2019.q_learning.train` (Wang & Hegde 2019,
+    Alg. 1 lines 14-18): :class:`RunPaths` over the runs with sigma > 0 (one path per action),
+    exactly zero for the others (plain DQN)."""
+
+    def __init__(self, sigmas: np.ndarray, beta: float, rngs: Sequence[np.random.Generator],
+                 n_actions: int) -> None:
+        self.n_runs, self.n_actions = sigmas.size, n_actions
+        self._noisy = np.flatnonzero(sigmas > 0)
+        self._paths = RunPaths(sigmas[self._noisy], beta, [rngs[i] for i in self._noisy],
+                               n_actions) if self._noisy.size else None
+        self.n_resets = 0
+
+    def refresh(self, points: np.ndarray) -> np.ndarray:
+        """Fresh paths (Alg. 1 lines 7-8), drawn at ``points`` (R, K); values (R, K, A)."""
+        self.n_resets += 1
+        return self._apply("refresh", points)
+
+    def extend(self, points: np.ndarray) -> np.ndarray:
+        """The paths at one state per run (R,), sampled if new; values (R, A)."""
+        return self._apply("extend", points)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        """The paths at states (R, N); values (R, N, A)."""
+        return self._apply("__call__", points)
+
+    @property
+    def n_points(self) -> np.ndarray:
+        """Distinct points in each run's paths (R,), 0 for the noiseless runs."""
+        counts = np.zeros(self.n_runs, dtype=np.int64)
+        if self._paths is not None:
+            counts[self._noisy] = self._paths.n_points
+        return counts
+
+    def _apply(self, method: str, points: np.ndarray) -> np.ndarray:
+        """``RunPaths.<method>`` on the noisy runs' points, zeros for the others."""
+        values = np.zeros(points.shape + (self.n_actions,))
+        if self._paths is not None:
+            values[self._noisy] = getattr(self._paths, method)(points[self._noisy])
+        return values
