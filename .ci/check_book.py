@@ -14,7 +14,7 @@ background cue), on a reference to the project's issues ("issue 28"), which read
 see, on a list that Markdown started in the middle of
 a sentence (a one-item list right after a paragraph that does not end with a colon: a line of
 prose that began with "1. " or "- "), on a figure whose smallest text the page shows below 9 px
-at 1280 px (the size its PNG records, dprl.plotting.figure_png, times the image's shown/natural
+at 1280 px (the size its PNG records, dprl.figure_layout.figure_png, times the image's shown/natural
 width) or whose PNG records none, on a page that scrolls sideways in a 400 px wide window (or at
 1280 px), naming what sticks out, or whose article has a box that cuts off its content (a
 formula in the theme's ``overflow: hidden``), and on a cell's text output taller than 2500 px
@@ -58,7 +58,7 @@ NOT_FILES = re.compile(r"^(?:mailto|data|javascript|tel):", re.IGNORECASE)
 #: Cell texts of one table row closer than this are "touching" (no padding between them)
 MIN_CELL_GAP_PX = 6
 #: The smallest figure text a reader may be shown, in CSS px at a 1280 px window; the PNG text
-#: chunk where dprl.plotting.figure_png records an image's smallest text (JSON: "px", its font
+#: chunk where dprl.figure_layout.figure_png records an image's smallest text (JSON: "px", its font
 #: size in image pixels, and "text")
 MIN_FIGURE_TEXT_PX = 9.0
 FIGURE_TEXT_KEY = "dprl:smallest-text"

@@ -1,24 +1,20 @@
 """The book's figure style: one look for every figure, error bands as the papers draw them.
 
-Every chapter calls :func:`use_book_style` once and shows every figure with :func:`show`, which
-refuses a figure whose legend gives two entries of one axes the same colour and marker (issue 15,
-section 5: a reader, colour-blind or printing in grey, must tell every curve apart), moves a
-legend that covers plotted data to a free corner of its axes or outside them
-(:func:`place_legends`) and refuses a figure legend that covers data (issue 30, item 5). So that
-no figure text is shown smaller than :data:`MIN_TEXT_PX` CSS pixels (issue 42, item 1), it shrinks
-a figure wider than the book's column to the column (:func:`fit_to_column`: the page would shrink
-its image, text included), breaks the titles and labels it made too long into lines
-(:func:`wrap_long_labels`), raises any text still too small (:func:`enlarge_small_text`), refuses
-texts drawn over each other (:func:`colliding_text`) and records the figure's smallest text in its
-PNG (:func:`figure_png`), which ``make check-book`` reads. Curves over
-independent trials are drawn with :func:`band`, whose ``spread`` is the standard deviation ('sd')
-or the standard error of the mean ('se'); the caption of each figure says which.
+Every chapter calls :func:`use_book_style` once and shows every figure with :func:`show`.
+Each method has one look (:data:`STYLES`: colour, marker and line style, Okabe-Ito colours),
+and :func:`show`, by :mod:`dprl.figure_layout`, refuses a figure whose legend gives two
+entries of one axes the same colour and marker (a reader, colour-blind or printing in grey,
+must tell every curve apart), moves a legend that covers plotted data off it and refuses a
+figure legend that covers data, fits the figure to the book's column with no text shown
+smaller than :data:`~dprl.figure_layout.MIN_TEXT_PX` CSS pixels, refuses texts drawn over
+each other and records the figure's smallest text in its PNG, which ``make check-book``
+reads. Curves over independent trials are drawn with :func:`band`, whose ``spread`` is the
+standard deviation ('sd') or the standard error of the mean ('se'); the caption of each
+figure says which.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,19 +22,14 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.cbook import normalize_kwargs
-from matplotlib.collections import PathCollection
-from matplotlib.colors import to_hex, to_rgb
-from matplotlib.container import ErrorbarContainer
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
-from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
-from matplotlib.mathtext import MathTextParser
-from matplotlib.path import Path
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
 
+from dprl.figure_layout import (COLUMN_PX, colliding_text, covered_data, enlarge_small_text,
+                                 fit_to_column, indistinct_entries, place_legends, png_width,
+                                 record_text_sizes, small_text, wrap_long_labels)
 from dprl.validation import require_array
 
 Spread = Literal["sd", "se"]
@@ -323,393 +314,6 @@ def band(ax: Axes, x: np.ndarray, values: np.ndarray, label: str, spread: Spread
     ax.fill_between(x, lower, upper, color=line.get_color(), alpha=0.2, linewidth=0)
 
 
-_NO_MARKER = (None, "", " ", "None", "none")
-_NO_LINE = ("", " ", "None", "none")
-
-
-def _look(handle) -> tuple[str, str] | None:
-    """(colour, marker) of a legend handle: a line, or the data line of an error bar, its
-    marker prefixed "hollow " when unfilled; None for other artists (bands, bars), which the
-    legend tells apart by their colour alone."""
-    if isinstance(handle, ErrorbarContainer):
-        handle = handle.lines[0]
-    if not isinstance(handle, Line2D):
-        return None
-    marker = handle.get_marker()
-    if marker in _NO_MARKER:
-        return to_hex(handle.get_color()), "none"
-    hollow = "hollow " if str(handle.get_markerfacecolor()).lower() == "none" else ""
-    return to_hex(handle.get_color()), hollow + str(marker)
-
-
-def indistinct_entries(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of legend labels of one axes of ``fig`` drawn with the same colour and marker
-    (filled or hollow)."""
-    pairs = []
-    for ax in fig.axes:
-        seen: dict[tuple[str, str], str] = {}
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            look = _look(handle)
-            if look is None:
-                continue
-            if look in seen and seen[look] != label:
-                pairs.append((seen[look], label))
-            seen.setdefault(look, label)
-    return pairs
-
-
-#: Where :func:`place_legends` tries a legend that covers data, in this order, before it moves
-#: the legend outside its axes (to the right of the upper corner).
-LEGEND_LOCATIONS = ("upper right", "upper left", "lower left", "lower right", "center right",
-                    "center left", "upper center", "lower center")
-
-
-def _display_path(artist, path: Path) -> Path:
-    return artist.get_transform().transform_path(path)
-
-
-def _line_covered(line: Line2D, box: Bbox) -> bool:
-    """Whether a segment of ``line`` crosses ``box`` or a marker of it lies in ``box``."""
-    path = _display_path(line, line.get_path())
-    finite = path.vertices[np.isfinite(path.vertices).all(axis=1)]
-    if line.get_linestyle() not in _NO_LINE and path.intersects_bbox(box, filled=False):
-        return True
-    return line.get_marker() not in _NO_MARKER and bool(box.count_contains(finite))
-
-
-def _collection_covered(collection, box: Bbox) -> bool:
-    """Whether a point of a scatter, or an edge of a band or of error bars, is in ``box``."""
-    if isinstance(collection, PathCollection):
-        points = collection.get_offset_transform().transform(collection.get_offsets())
-        return bool(box.count_contains(points[np.isfinite(points).all(axis=1)]))
-    return any(_display_path(collection, path).intersects_bbox(box, filled=False)
-               for path in collection.get_paths())
-
-
-def covers_data(box: Bbox, ax: Axes) -> bool:
-    """Whether the display-coordinate ``box`` hides data of ``ax`` inside the axes: a line's
-    segment or marker, a scatter point, the edge of a band or error bar, or part of a bar."""
-    box = Bbox.intersection(box, ax.bbox)
-    if box is None or box.width <= 0 or box.height <= 0:
-        return False
-    return (any(_line_covered(line, box) for line in ax.lines if line.get_visible())
-            or any(_collection_covered(c, box) for c in ax.collections if c.get_visible())
-            or any(_display_path(p, p.get_path()).intersects_bbox(box)
-                   for p in ax.patches if p.get_visible()))
-
-
-def _legend_covers(legend: Legend, ax: Axes) -> bool:
-    return covers_data(legend.get_window_extent(legend.figure.canvas.get_renderer()), ax)
-
-
-def covered_data(fig: Figure) -> list[str]:
-    """The legends of ``fig`` that cover data (:func:`covers_data`): an axes legend over its
-    own axes, a figure legend over any axes; one description per legend and axes."""
-    fig.draw_without_rendering()
-    found = [f"the legend of axes {i} ({ax.get_title() or 'untitled'})"
-             for i, ax in enumerate(fig.axes) if ax.get_legend() and _legend_covers(
-                 ax.get_legend(), ax)]
-    return found + [f"a figure legend over axes {i} ({ax.get_title() or 'untitled'})"
-                    for legend in fig.legends for i, ax in enumerate(fig.axes)
-                    if _legend_covers(legend, ax)]
-
-
-def place_legends(fig: Figure) -> None:
-    """Move each axes legend of ``fig`` that covers data of its axes to the first location of
-    :data:`LEGEND_LOCATIONS` where it covers none, else outside the axes, right of their upper
-    corner (constrained layout makes room for it)."""
-    fig.draw_without_rendering()
-    for ax in fig.axes:
-        legend = ax.get_legend()
-        if legend is None or not _legend_covers(legend, ax):
-            continue
-        for location in LEGEND_LOCATIONS:
-            legend.set_loc(location)
-            if not _legend_covers(legend, ax):
-                break
-        else:
-            legend.set_loc("upper left")
-            legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
-            fig.draw_without_rendering()
-
-
-#: The smallest text a reader may be given in a figure: a font size, in CSS pixels, as the book
-#: shows the figure in a 1280 px wide window (``make check-book`` checks it in Chromium).
-MIN_TEXT_PX = 9.0
-#: The width in CSS pixels that the book gives a figure in a 1280 px wide window (the figure box
-#: of sphinx-book-theme's text column): a wider image is shrunk to it, and its text with it.
-COLUMN_PX = 672
-#: The PNG text chunk (tEXt) where :func:`figure_png` records the smallest text of the image as
-#: JSON ``{"px": its font size in image pixels, "text": its first characters}``.
-TEXT_SIZE_KEY = "dprl:smallest-text"
-_MATH = MathTextParser("path")
-
-
-@dataclass(frozen=True)
-class DrawnText:
-    """A line of text as a figure draws it: its font size in image pixels at the figure's dpi
-    (the smallest glyph's, for math: a superscript is drawn at 70 %), the line and its artist."""
-
-    px: float
-    text: str
-    artist: Text | None
-
-
-def _smallest_points(text: str, prop, ismath) -> float:
-    """The font size in points of the smallest glyph of ``text`` drawn with ``prop``."""
-    size = prop.get_size_in_points()
-    if ismath is True:
-        glyphs = _MATH.parse(text, 72, prop).glyphs
-        return min((glyph[1] for glyph in glyphs), default=size)
-    return size
-
-
-class _TextRecorder(RendererAgg):
-    """An Agg renderer that records, instead of drawing, every line of text it is given."""
-
-    def __init__(self, width: int, height: int, dpi: float) -> None:
-        super().__init__(width, height, dpi)
-        self.drawn: list[tuple[DrawnText, float]] = []  # with the nominal size in points
-
-    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None) -> None:
-        if s.strip():
-            self.drawn.append((DrawnText(_smallest_points(s, prop, ismath) * self.dpi / 72, s,
-                                         mtext), prop.get_size_in_points()))
-
-
-def drawn_text(fig: Figure) -> list[DrawnText]:
-    """Every line of text that ``fig`` draws at its dpi (tick labels of the ticks in view,
-    labels, titles, legends, annotations), with its size in image pixels."""
-    recorder = _TextRecorder(max(1, int(fig.bbox.width)), max(1, int(fig.bbox.height)), fig.dpi)
-    fig.draw(recorder)
-    # a text of several lines draws each without naming itself: found by its lines and size
-    lines: dict[tuple[str, float], Text] = {}
-    for text in fig.findobj(Text):
-        for line in text.get_text().split("\n"):
-            lines.setdefault((line, round(text.get_fontsize(), 3)), text)
-    return [drawn if drawn.artist is not None else DrawnText(
-        drawn.px, drawn.text, lines.get((drawn.text, round(points, 3))))
-        for drawn, points in recorder.drawn]
-
-
-def png_width(fig: Figure) -> int:
-    """The width in pixels of the PNG that IPython's inline backend makes of ``fig`` (at the
-    figure's dpi, cropped to its drawn parts with ``bbox_inches="tight"``), found as
-    matplotlib's ``print_figure`` finds it (a draw without rendering, the tight box padded by
-    ``savefig.pad_inches``, truncated to whole pixels) without rendering or encoding the image.
-    """
-    fig.draw_without_rendering()
-    box = fig.get_tightbbox(fig.canvas.get_renderer())
-    return int(box.padded(mpl.rcParams["savefig.pad_inches"]).width * fig.dpi)
-
-
-def display_scale(fig: Figure, column_px: float = COLUMN_PX) -> float:
-    """The factor by which the book shrinks ``fig``'s image: 1 when it fits the column."""
-    return min(1.0, column_px / png_width(fig))
-
-
-def small_text(fig: Figure, min_px: float = MIN_TEXT_PX,
-               column_px: float = COLUMN_PX) -> list[tuple[float, str]]:
-    """The lines of text of ``fig`` that the book shows below ``min_px`` CSS pixels, as (their
-    size as shown, the line)."""
-    scale = display_scale(fig, column_px)
-    return [(drawn.px * scale, drawn.text) for drawn in drawn_text(fig)
-            if drawn.px * scale < min_px]
-
-
-def _tick_label_axes(fig: Figure) -> dict[int, tuple]:
-    """id of each tick label of ``fig`` -> (its axis, "major" or "minor")."""
-    found = {}
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for which, ticks in (("major", axis.majorTicks), ("minor", axis.minorTicks)):
-                for tick in ticks:
-                    found[id(tick.label1)] = found[id(tick.label2)] = (axis, which)
-    return found
-
-
-def fit_to_column(fig: Figure, column_px: float = COLUMN_PX, rounds: int = 8) -> bool:
-    """Shrink ``fig``, when its image is wider than the book's column, until the image is as
-    wide as the column (the book would shrink the image, and its text with it): its width by
-    the factor c that fits and its height by sqrt(c), so that its panels keep room for the text,
-    which keeps its size in points, and so grows against them. Repeats while parts that keep
-    their size (a legend outside the axes) keep the image too wide; raises ValueError when it
-    stays too wide after ``rounds`` rounds. Returns whether it shrank ``fig``."""
-    for round_ in range(rounds):
-        width = png_width(fig)
-        if width <= column_px:
-            return round_ > 0
-        c = column_px / width
-        inches = fig.get_size_inches()
-        fig.set_size_inches(math.floor(inches[0] * c * 100) / 100,
-                            math.floor(inches[1] * math.sqrt(c) * 100) / 100)
-    width = png_width(fig)
-    if width > column_px:
-        raise ValueError(f"fig: its image stays wider than {column_px} px ({width} px): "
-                         f"a title, label or legend wider than its panel (shorten or wrap it)")
-    return True
-
-
-def _words(text: str) -> list[str]:
-    """``text`` split at the spaces outside its math ($...$), which a line may break at."""
-    words, inside = [""], False
-    for char in text:
-        if char == "$":
-            inside = not inside
-        if char == " " and not inside:
-            words.append("")
-        else:
-            words[-1] += char
-    return [word for word in words if word]
-
-
-def _wrapped(words: list[str], lines: int) -> str:
-    """``words`` in ``lines`` lines of about equal length (greedy, by characters)."""
-    target = sum(len(word) + 1 for word in words) / lines
-    out, line = [], ""
-    for word in words:
-        if line and len(line) + 1 + len(word) / 2 > target and len(out) < lines - 1:
-            out.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "\n".join([*out, line])
-
-
-def wrap_long_labels(fig: Figure, most_lines: int = 3, rounds: int = 3) -> None:
-    """Break each axes title wider than its axes, x label wider than its axes and y label
-    taller than its axes into as few lines (at most ``most_lines``) as make it fit, at spaces
-    outside math; a figure shrunk to the column keeps its labels' size in points, and labels
-    written for a wider figure would run into their neighbours'. Repeats while the layout,
-    redone around the broken labels, leaves one too long."""
-    originals: dict[int, list[str]] = {}
-    for _ in range(rounds):
-        fig.draw_without_rendering()
-        renderer = fig.canvas.get_renderer()
-        changed = False
-        for ax in fig.axes:
-            titles = [getattr(ax, name, None) for name in ("title", "_left_title", "_right_title")]
-            for text, room, size in (
-                    *((title, ax.bbox.width, "width") for title in titles if title is not None),
-                    (ax.xaxis.label, ax.bbox.width, "width"),
-                    (ax.yaxis.label, ax.bbox.height, "height")):
-                shown = text.get_text()
-                if not shown or not text.get_visible() or (
-                        "\n" in shown and id(text) not in originals):
-                    continue  # broken into lines by the chapter itself
-                if getattr(text.get_window_extent(renderer), size) <= room:
-                    continue
-                words = originals.setdefault(id(text), _words(shown))
-                for lines in range(shown.count("\n") + 2, min(most_lines, len(words)) + 1):
-                    text.set_text(_wrapped(words, lines))
-                    changed = True
-                    if getattr(text.get_window_extent(renderer), size) <= room:
-                        break
-        if not changed:
-            return
-
-
-def enlarge_small_text(fig: Figure, min_px: float = MIN_TEXT_PX, column_px: float = COLUMN_PX,
-                       rounds: int = 5) -> None:
-    """Raise the font size of every text of ``fig`` that the book would show below ``min_px``
-    CSS pixels (a figure wider than ``column_px`` is shown shrunk to it) just enough that it
-    reaches ``min_px``; text large enough is left as it is. A tick label raises its axis's
-    tick labels, so that ticks made later match. Repeats while the layout's new size changes
-    the scale, and raises ValueError when text stays too small after ``rounds`` rounds."""
-    for _ in range(rounds):
-        scale = display_scale(fig, column_px)
-        needed: dict[int, tuple[Text, float]] = {}
-        for drawn in drawn_text(fig):
-            shown = drawn.px * scale
-            if shown >= min_px or drawn.artist is None:
-                continue
-            size = drawn.artist.get_fontsize() * min_px / shown
-            size = math.ceil(size * 4 - 1e-9) / 4  # quarter points, at least min_px shown
-            key = id(drawn.artist)
-            needed[key] = (drawn.artist, max(size, needed.get(key, (None, 0.0))[1]))
-        if not needed:
-            return
-        ticks = _tick_label_axes(fig)
-        axes_sizes: dict[tuple, float] = {}
-        for key, (artist, size) in needed.items():
-            if key in ticks:
-                axes_sizes[ticks[key]] = max(size, axes_sizes.get(ticks[key], 0.0))
-            else:
-                artist.set_fontsize(size)
-        for (axis, which), size in axes_sizes.items():
-            axis.set_tick_params(which=which, labelsize=size)
-    left = small_text(fig, min_px, column_px)
-    if left:
-        raise ValueError(f"fig: text still smaller than {min_px} px as shown: {left[:3]}")
-
-
-def _overlap(first: Bbox, second: Bbox, tolerance: float = 1.0) -> bool:
-    """Whether two boxes share more than ``tolerance`` pixels each way (below 0: come closer
-    than ``-tolerance``)."""
-    return (min(first.x1, second.x1) - max(first.x0, second.x0) > tolerance
-            and min(first.y1, second.y1) - max(first.y0, second.y0) > tolerance)
-
-
-def _shown_tick_labels(axis) -> list[Text]:
-    """The tick labels that ``axis`` draws: those of visible ticks inside its view, with text."""
-    low, high = sorted(axis.get_view_interval())
-    slack = 1e-9 * max(1.0, abs(high - low))
-    return [label for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks())
-            if tick.get_visible() and low - slack <= tick.get_loc() <= high + slack
-            for label in (tick.label1, tick.label2)
-            if label.get_visible() and label.get_text()]
-
-
-def colliding_text(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of texts of ``fig`` drawn over each other: neighbouring tick labels of one axis
-    ("10000" over "20000" in a narrow panel, labels of several lines included) or the titles
-    of two axes."""
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
-    pairs = []
-    for ax in fig.axes:
-        for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
-            boxes = sorted(((label.get_window_extent(renderer), label)
-                            for label in _shown_tick_labels(axis)),
-                           key=lambda pair: pair[0].get_points()[0][along])
-            pairs += [(first.get_text(), second.get_text())
-                      for (box, first), (next_box, second) in zip(boxes, boxes[1:])
-                      if _overlap(box, next_box, tolerance=-1.0)]  # touching counts
-    titles = [ax.title for ax in fig.axes if ax.get_visible() and ax.title.get_text()]
-    boxes = [title.get_window_extent(renderer) for title in titles]
-    pairs += [(titles[i].get_text(), titles[j].get_text()) for i in range(len(titles))
-              for j in range(i + 1, len(titles)) if _overlap(boxes[i], boxes[j])]
-    return pairs
-
-
-def smallest_text(fig: Figure) -> DrawnText | None:
-    """The smallest line of text that ``fig`` draws (None when it draws none)."""
-    return min(drawn_text(fig), key=lambda drawn: drawn.px, default=None)
-
-
-def figure_png(fig: Figure, base64: bool = True) -> str | bytes | None:
-    """``fig`` as IPython's inline backend shows it (a PNG at the figure's dpi, cropped with
-    ``bbox_inches="tight"``; base64 text, or bytes), with its smallest text recorded under
-    :data:`TEXT_SIZE_KEY`; None for a figure without axes, as IPython's."""
-    from IPython.core.pylabtools import print_figure
-
-    smallest = smallest_text(fig)
-    record = {"px": round(smallest.px, 2), "text": smallest.text[:40]} if smallest else {}
-    return print_figure(fig, "png", bbox_inches="tight", base64=base64,
-                        metadata={TEXT_SIZE_KEY: json.dumps(record)})
-
-
-def _record_text_sizes() -> None:
-    """Make IPython (when running) show figures through :func:`figure_png`."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
-
-
 def show(fig: Figure) -> None:
     """Show ``fig`` after checking that no two legend entries of one axes share colour and
     marker (:func:`indistinct_entries`), shrinking it to the book's column when wider
@@ -739,5 +343,5 @@ def show(fig: Figure) -> None:
     if colliding:
         raise ValueError(f"fig: text drawn over other text: {colliding[:3]} (fewer panels per "
                          f"row, fewer tick labels or shorter titles)")
-    _record_text_sizes()
+    record_text_sizes()
     plt.show()

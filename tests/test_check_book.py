@@ -203,7 +203,7 @@ def test_the_browser_finds_unpadded_and_unframed_tables_and_the_book_s_style_fix
 
 
 def _png(path: Path, width: int, record: dict | None) -> None:
-    """A white PNG ``width`` px wide that records ``record`` as dprl.plotting.figure_png does."""
+    """A white PNG ``width`` px wide that records ``record`` as dprl.figure_layout.figure_png does."""
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
@@ -214,10 +214,10 @@ def _png(path: Path, width: int, record: dict | None) -> None:
 
 
 def test_the_figure_text_limits_are_those_of_the_book_s_figures():
-    from dprl import plotting
+    from dprl import figure_layout
 
-    assert check_book.MIN_FIGURE_TEXT_PX == plotting.MIN_TEXT_PX
-    assert check_book.FIGURE_TEXT_KEY == plotting.TEXT_SIZE_KEY
+    assert check_book.MIN_FIGURE_TEXT_PX == figure_layout.MIN_TEXT_PX
+    assert check_book.FIGURE_TEXT_KEY == figure_layout.TEXT_SIZE_KEY
 
 
 def test_figures_whose_text_is_shown_too_small_or_not_recorded_are_problems(tmp_path):

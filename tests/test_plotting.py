@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dprl.plotting import (band, indistinct_entries, mean_and_spread, show, style,  # noqa: E402
-                           use_book_style)
+from dprl.figure_layout import indistinct_entries  # noqa: E402
+from dprl.plotting import band, mean_and_spread, show, style, use_book_style  # noqa: E402
 
 
 def test_spread_is_sample_sd_or_standard_error():
@@ -117,7 +117,7 @@ def _legend_over(ax_fill) -> plt.Figure:
     lambda ax, x: ax.bar([0.9], [1.0], width=0.2, label="bar"),
 ])
 def test_a_legend_over_data_is_found_and_moved_off_it(draw):
-    from dprl.plotting import covered_data, place_legends
+    from dprl.figure_layout import covered_data, place_legends
     fig = _legend_over(draw)
     assert covered_data(fig) == ["the legend of axes 0 (untitled)"]
     place_legends(fig)
@@ -126,7 +126,7 @@ def test_a_legend_over_data_is_found_and_moved_off_it(draw):
 
 
 def test_a_legend_clear_of_the_data_stays_where_it_is():
-    from dprl.plotting import covered_data, place_legends
+    from dprl.figure_layout import covered_data, place_legends
     fig = _legend_over(lambda ax, x: ax.plot(x, 0.2 * x, label="low"))
     place_legends(fig)
     assert covered_data(fig) == [] and fig.axes[0].get_legend()._loc == 1  # upper right
@@ -134,7 +134,7 @@ def test_a_legend_clear_of_the_data_stays_where_it_is():
 
 
 def test_a_legend_with_no_free_corner_goes_outside_the_axes():
-    from dprl.plotting import covered_data, place_legends
+    from dprl.figure_layout import covered_data, place_legends
     fig, ax = plt.subplots()
     ax.fill_between([0, 1], [0, 0], [1, 1], label="everywhere")  # the band's edges: the frame
     ax.plot([0, 1], [0, 1], label="diagonal")
@@ -246,7 +246,7 @@ def _wide_log_figure(width: float = 12.0, legend_size: float = 7.0) -> plt.Figur
 
 
 def test_drawn_text_is_measured_in_image_pixels_with_exponents_at_their_own_size():
-    from dprl.plotting import drawn_text, smallest_text
+    from dprl.figure_layout import drawn_text, smallest_text
     fig = _wide_log_figure()
     sizes = {drawn.text: drawn.px for drawn in drawn_text(fig)}
     assert sizes["a title"] == pytest.approx(11 * 100 / 72)  # axes.titlesize at figure.dpi
@@ -257,8 +257,8 @@ def test_drawn_text_is_measured_in_image_pixels_with_exponents_at_their_own_size
 
 
 def test_a_wide_figure_is_fitted_to_the_column_and_its_small_text_raised():
-    from dprl.plotting import (COLUMN_PX, MIN_TEXT_PX, display_scale, drawn_text,
-                               fit_to_column, png_width, small_text)
+    from dprl.figure_layout import (COLUMN_PX, MIN_TEXT_PX, display_scale, drawn_text,
+                                    fit_to_column, png_width, small_text)
     fig = _wide_log_figure(legend_size=4.0)
     assert png_width(fig) > 1000 and display_scale(fig) < 0.6
     assert min(size for size, _ in small_text(fig)) < 0.6 * MIN_TEXT_PX
@@ -278,7 +278,7 @@ def test_a_wide_figure_is_fitted_to_the_column_and_its_small_text_raised():
 
 
 def test_a_figure_that_fits_keeps_its_size_and_readable_text():
-    from dprl.plotting import enlarge_small_text, fit_to_column
+    from dprl.figure_layout import enlarge_small_text, fit_to_column
     use_book_style()
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1], **style("LSTD"))
@@ -291,7 +291,7 @@ def test_a_figure_that_fits_keeps_its_size_and_readable_text():
 
 
 def test_small_tick_labels_are_raised_on_their_axis_for_later_ticks_too():
-    from dprl.plotting import MIN_TEXT_PX, enlarge_small_text, small_text
+    from dprl.figure_layout import MIN_TEXT_PX, enlarge_small_text, small_text
     use_book_style()
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
@@ -310,7 +310,7 @@ def test_the_png_records_its_smallest_text():
 
     from PIL import Image
 
-    from dprl.plotting import TEXT_SIZE_KEY, figure_png
+    from dprl.figure_layout import TEXT_SIZE_KEY, figure_png
     fig = _wide_log_figure()
     image = Image.open(io.BytesIO(figure_png(fig, base64=False)))
     record = json.loads(image.text[TEXT_SIZE_KEY])
@@ -321,7 +321,7 @@ def test_the_png_records_its_smallest_text():
 
 
 def test_a_small_title_of_several_lines_is_raised_too():
-    from dprl.plotting import enlarge_small_text, small_text
+    from dprl.figure_layout import enlarge_small_text, small_text
     use_book_style()
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
@@ -333,7 +333,7 @@ def test_a_small_title_of_several_lines_is_raised_too():
 
 
 def test_titles_and_labels_longer_than_their_axes_are_broken_into_lines():
-    from dprl.plotting import _words, wrap_long_labels
+    from dprl.figure_layout import _words, wrap_long_labels
     assert _words("a $x = y$ b") == ["a", "$x = y$", "b"]
     use_book_style()
     fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
@@ -353,7 +353,7 @@ def test_titles_and_labels_longer_than_their_axes_are_broken_into_lines():
 
 
 def test_tick_labels_or_titles_drawn_over_each_other_are_refused():
-    from dprl.plotting import colliding_text
+    from dprl.figure_layout import colliding_text
     use_book_style()
     fig, axes = plt.subplots(1, 4, figsize=(6.4, 2.5))
     for ax in axes:
@@ -388,7 +388,7 @@ def test_tick_labels_or_titles_drawn_over_each_other_are_refused():
 def test_png_width_is_the_width_of_the_image_ipython_makes(layout, width):
     """png_width finds the width without rendering: it must equal the PNG's own."""
     from IPython.core.pylabtools import print_figure
-    from dprl.plotting import png_width
+    from dprl.figure_layout import png_width
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.1), layout=layout)
     for ax in axes:
         ax.plot([1, 10, 1e5], [0, 1, 2])
