@@ -9,6 +9,7 @@ import pytest
 from dp_accounting.pld import common, privacy_loss_distribution
 from scipy import integrate, stats
 
+from dprl.sharma2025 import composition as comp
 from dprl.sharma2025 import privacy as pv
 from dprl.sharma2025 import release as r
 
@@ -260,7 +261,7 @@ def _brute_composition_delta(eps_total, eps0, delta0, k):
 @pytest.mark.parametrize(("eps0", "delta0", "k"), [(0.5, 0.0, 3), (0.3, 1e-3, 5), (1.2, 0.05, 4)])
 def test_kov_delta_matches_brute_force(eps0, delta0, k):
     for eps_total in (0.0, 0.1, eps0, 1.7 * eps0, (k - 2) * eps0, k * eps0 + 0.1):
-        assert float(pv.kov_delta(eps_total, eps0, delta0, k)) == pytest.approx(
+        assert float(comp.kov_delta(eps_total, eps0, delta0, k)) == pytest.approx(
             _brute_composition_delta(eps_total, eps0, delta0, k), rel=1e-10, abs=1e-15)
 
 
@@ -271,7 +272,7 @@ def test_kov_delta_equals_kov_theorem33_at_its_grid():
         delta_i = sum(math.comb(k, l) * (e ** (k - l) - e ** (k - 2 * i + l))
                       for l in range(i)) / (1 + e) ** k
         theorem = 1 - (1 - delta0) ** k * (1 - delta_i)
-        assert float(pv.kov_delta((k - 2 * i) * eps0, eps0, delta0, k)) == pytest.approx(
+        assert float(comp.kov_delta((k - 2 * i) * eps0, eps0, delta0, k)) == pytest.approx(
             theorem, rel=1e-10, abs=1e-16)
 
 
@@ -281,7 +282,7 @@ def test_kov_agrees_with_dp_accounting_pld():
         common.DifferentialPrivacyParameters(eps0, delta0), value_discretization_interval=1e-5)
     composed = pld.self_compose(k)
     for eps_total in (2.0, 4.0):
-        exact = float(pv.kov_delta(eps_total, eps0, delta0, k))
+        exact = float(comp.kov_delta(eps_total, eps0, delta0, k))
         pessimistic = composed.get_delta_for_epsilon(eps_total)
         assert exact <= pessimistic * (1 + 1e-9)
         assert pessimistic == pytest.approx(exact, rel=2e-3)
@@ -289,22 +290,22 @@ def test_kov_agrees_with_dp_accounting_pld():
 
 def test_theorem320_and_corollary321_as_the_paper_applies_them():
     eps1, delta1, n = 10.0, 1 / 3000, 25
-    eps0, delta0 = pv.per_round_guarantee(eps1, delta1, n)
+    eps0, delta0 = comp.per_round_guarantee(eps1, delta1, n)
     # Theorem 5.5's proof: eps1 / sqrt(8 T log(2/delta1)) = Cor. 3.21's eps / (2 sqrt(2 k
     # ln(1/delta_hat))) with delta_hat = delta1 / 2
     assert eps0 == pytest.approx(eps1 / math.sqrt(8 * n * math.log(2 / delta1)), rel=1e-14)
     assert eps0 == pytest.approx(eps1 / (2 * math.sqrt(2 * n * math.log(1 / (delta1 / 2)))))
     assert delta0 == pytest.approx(delta1 / (2 * n))
-    totals = pv.composition_totals(eps1, delta1, n)
+    totals = comp.composition_totals(eps1, delta1, n)
     by_hand = math.sqrt(2 * n * math.log(2 / delta1)) * eps0 + n * eps0 * math.expm1(eps0)
     assert totals.theorem320 == pytest.approx(by_hand, rel=1e-13)
     assert not totals.corollary_applies                      # Cor. 3.21 needs eps1 < 1
     assert totals.kov < totals.theorem320 < eps1
-    assert float(pv.kov_delta(totals.kov, eps0, delta0, n)) == pytest.approx(delta1, rel=1e-8)
+    assert float(comp.kov_delta(totals.kov, eps0, delta0, n)) == pytest.approx(delta1, rel=1e-8)
 
 
 def test_kov_never_exceeds_theorem320_on_appendix_b3_rows():
-    rows = pv.appendix_b3_table()
+    rows = comp.appendix_b3_table()
     assert len(rows) == 9
     for row in rows:
         c = row["composition"]
@@ -315,16 +316,16 @@ def test_kov_never_exceeds_theorem320_on_appendix_b3_rows():
 
 
 def test_kov_round_epsilon_inverts_kov_epsilon():
-    eps0 = pv.kov_round_epsilon(10.0, 1 / 3000, 1 / 3000 / 50, 25)
-    assert pv.kov_epsilon(1 / 3000, eps0, 1 / 3000 / 50, 25) == pytest.approx(10.0, rel=1e-9)
-    assert eps0 > pv.per_round_guarantee(10.0, 1 / 3000, 25)[0]
+    eps0 = comp.kov_round_epsilon(10.0, 1 / 3000, 1 / 3000 / 50, 25)
+    assert comp.kov_epsilon(1 / 3000, eps0, 1 / 3000 / 50, 25) == pytest.approx(10.0, rel=1e-9)
+    assert eps0 > comp.per_round_guarantee(10.0, 1 / 3000, 25)[0]
 
 
 def test_composition_input_validation():
     with pytest.raises(ValueError, match="eps_total"):
-        pv.kov_delta(-1.0, 0.1, 0.0, 3)
+        comp.kov_delta(-1.0, 0.1, 0.0, 3)
     with pytest.raises(ValueError, match="delta0"):
-        pv.kov_delta(1.0, 0.1, 1.0, 3)
-    assert pv.kov_epsilon(1e-3, 0.1, 1e-3, 3) == math.inf      # k delta0 exceeds the target
+        comp.kov_delta(1.0, 0.1, 1.0, 3)
+    assert comp.kov_epsilon(1e-3, 0.1, 1e-3, 3) == math.inf      # k delta0 exceeds the target
     with pytest.raises(ValueError, match="eps1"):
-        pv.composition_totals(0.0, 1e-3, 5)
+        comp.composition_totals(0.0, 1e-3, 5)

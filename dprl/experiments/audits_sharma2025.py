@@ -70,6 +70,7 @@ from dprl.accounting.pld import pmf_pair_epsilon, poisson_gaussian_or_idle_epsil
 from dprl.experiments.audits import (AuditConfig, Statistics, _register, accountant_epsilon,
                                      exact_gdp_mu, pair_epsilon, statistic_losses)
 from dprl.sharma2025 import privacy as pv
+from dprl.sharma2025.composition import composition_totals
 from dprl.sharma2025 import release as release_module
 from dprl.sharma2025.accounting import (ACCOUNTANTS, dp_sgd_epsilon, dp_steps_upper_bound,
                                         noise_for_budget)
@@ -204,8 +205,8 @@ def _(config: ReleaseAuditConfig) -> float:
 def _(config: ReleaseAuditConfig) -> float:
     """The book's accounting of Alg. 2: Theorem 5.3's per-round ``(2 eps', delta1/(2T))``
     composed optimally over ``T`` rounds (Kairouz, Oh & Viswanath 2015;
-    :func:`~dprl.sharma2025.privacy.composition_totals`), at the parameters run."""
-    return pv.composition_totals(config.eps / config.noise_factor, config.delta,
+    :func:`~dprl.sharma2025.composition.composition_totals`), at the parameters run."""
+    return composition_totals(config.eps / config.noise_factor, config.delta,
                                  config.n_queries).kov
 
 
