@@ -12,6 +12,7 @@ import dprl.experiments.wang2019  # noqa: F401
 import dprl.experiments.sharma2025  # noqa: F401
 import dprl.experiments.sharma2025_release  # noqa: F401
 import dprl.experiments.sharma2025_training  # noqa: F401
+import dprl.experiments.sharma2025_ppo  # noqa: F401
 import dprl.experiments.audits  # noqa: F401
 import dprl.experiments.audits_balle2016  # noqa: F401
 import dprl.experiments.audits_xie2019  # noqa: F401
