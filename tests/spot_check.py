@@ -31,7 +31,7 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
-            + ("sharma2025-agreement",),
+            + ("sharma2025-agreement", "sharma2025-cartpole-ppo-agreement"),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
                 f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")

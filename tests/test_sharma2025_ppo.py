@@ -8,9 +8,9 @@ import torch
 from dprl.determinism import deterministic_torch
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.experiments.batches import compute_trials
-from dprl.experiments.sharma2025_ppo import (CARTPOLE_EXPERTS_PPO, agreement_comparison,
-                                             cem_experts_of, ppo_vs_cem_agreement,
-                                             ppo_vs_cem_release, replicated_release)
+from dprl.experiments.sharma2025_ppo import (CARTPOLE_EXPERTS_PPO, CARTPOLE_PPO_AGREEMENT,
+                                             PPOComparisonConfig, agreement_comparison,
+                                             cem_experts_of, replicated_release)
 from dprl.seeding import trial_generators
 from dprl.sharma2025.experts import ExpertPopulation
 from dprl.sharma2025.ppo import (MLPPolicies, PPOSettings, gae, mlp_forward, n_parameters,
@@ -139,11 +139,15 @@ def test_agreement_comparison_on_experts_with_known_agreement():
     np.testing.assert_array_equal(out["split"], np.full((12, 3), 0.5))
 
 
-def test_ppo_vs_cem_agreement_at_smoke_scale():
-    out = ppo_vs_cem_agreement(n_trajectories=8, scale="smoke")
-    assert set(out) == {"ppo", "cem"}
-    for shares in out.values():
-        assert shares.shape == (8, 3) and np.all((shares >= 0) & (shares <= 1))
+def test_the_comparison_at_smoke_scale_measures_each_population_alone():
+    """Trial 0 is PPO's, trial 1 CEM's; either recomputed alone gives the same bits."""
+    config = CARTPOLE_PPO_AGREEMENT.config("smoke")
+    both = compute_trials(CARTPOLE_PPO_AGREEMENT, config, range(2))
+    assert both["agreement"].shape == (2, 8, 3) and both["stable"].shape == (2, 1, 1)
+    assert np.all((both["agreement"] >= 0) & (both["agreement"] <= 1))
+    alone = compute_trials(CARTPOLE_PPO_AGREEMENT, config, [1])
+    for name, array in alone.items():
+        np.testing.assert_array_equal(array[0], both[name][1], err_msg=name)
     assert cem_experts_of(np.array([0, 500]), scale="smoke").n_experts == 6
 
 
@@ -155,8 +159,6 @@ def test_replicated_release_keeps_more_of_unanimous_experts():
     same = replicated_release(_constant([1, 1, 1]), 1000, 10.0, 3, rng)
     split = replicated_release(_constant([0, 1]), 1500, 10.0, 3, rng)
     assert np.all(same > 25 * 6) and np.all(split <= 25 * 5) and np.all(split > 0)
-    sizes = ppo_vs_cem_release(10.0, n_releases=1, replicas=500, scale="smoke")
-    assert set(sizes) == {"ppo", "cem"} and all(v.shape == (1,) for v in sizes.values())
 
 
 @pytest.mark.parametrize("make, name", [
@@ -175,6 +177,10 @@ def test_replicated_release_keeps_more_of_unanimous_experts():
     (lambda: agreement_comparison({"a": _constant([0])}, 1, np.random.RandomState(0)), "rng"),
     (lambda: agreement_comparison({}, 1, np.random.default_rng(0)), "populations"),
     (lambda: cem_experts_of(np.array([5]), scale="smoke"), "settings"),
+    (lambda: PPOComparisonConfig(n_trials=3, root_seed=0, experts_scale="smoke",
+                                 n_trajectories=8), "n_trials"),
+    (lambda: PPOComparisonConfig(n_trials=2, root_seed=0, experts_scale="big",
+                                 n_trajectories=8), "experts_scale"),
     (lambda: replicated_release(_constant([0]), 10, 5.0, 1,
                                 np.random.default_rng(np.random.SeedSequence(0))), "eps"),
     (lambda: replicated_release(_constant([0]), 0, 10.0, 1,

@@ -17,6 +17,8 @@
 - :func:`replicated_release`: the stable transitions DataRelease keeps from a population
   with every expert repeated to App. B.3's ``m`` (the shares above unchanged): at
   ``m = 300`` the threshold exceeds ``m`` and nothing is ever released.
+- ``sharma2025-cartpole-ppo-agreement``: both measurements of each population, one trial
+  each (:class:`PPOComparisonConfig`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dprl.envs.cartpole import CartPoleVariants
-from dprl.experiments.registry import Experiment, register
+from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.sharma2025 import (CLASSIC, TWINS, GridConfig, classic_experts,
                                          result_arrays)
-from dprl.seeding import named_stream
+from dprl.seeding import named_stream, trial_index
 from dprl.sharma2025.agreement import PREFIX_LENGTHS, prefix_agreement
 from dprl.sharma2025.datasets import ExpertData, record
 from dprl.sharma2025.demonstrations import Demonstrations
@@ -205,17 +207,62 @@ def ppo_and_cem(scale: str = "paper") -> dict[str, ExpertPopulation]:
     return {"ppo": ppo, "cem": cem_experts_of(np.unique(settings), scale=scale)}
 
 
-def ppo_vs_cem_agreement(n_trajectories: int = 400, seed: int = 92,
-                         scale: str = "paper") -> dict[str, np.ndarray]:
-    """:func:`agreement_comparison` of :func:`ppo_and_cem`, from ``SeedSequence(seed)``."""
-    rng = np.random.default_rng(np.random.SeedSequence(require_int("seed", seed, minimum=0)))
-    return agreement_comparison(ppo_and_cem(scale), n_trajectories, rng)
+#: The populations of ``sharma2025-cartpole-ppo-agreement``, trial by trial.
+COMPARED = ("ppo", "cem")
 
 
-def ppo_vs_cem_release(eps: float, n_releases: int = 20, replicas: int = 10, seed: int = 93,
-                       scale: str = "paper") -> dict[str, np.ndarray]:
-    """:func:`replicated_release` of each population of :func:`ppo_and_cem` (the same
-    ``m``), from ``SeedSequence(seed)``."""
-    rng = np.random.default_rng(np.random.SeedSequence(require_int("seed", seed, minimum=0)))
-    return {name: replicated_release(experts, replicas, eps, n_releases, rng)
-            for name, experts in ppo_and_cem(scale).items()}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PPOComparisonConfig(TrialConfig):
+    """Trial ``i`` measures population ``COMPARED[i]`` of :func:`ppo_and_cem` (experts at
+    ``experts_scale``): prefix agreement on ``n_trajectories`` of its data
+    (:func:`agreement_comparison`) and ``|D_stable|`` of ``n_releases`` releases at each of
+    ``epsilons`` with every expert repeated ``replicas`` times (:func:`replicated_release`)."""
+
+    experts_scale: str
+    n_trajectories: int
+    epsilons: tuple[float, ...] = (7.5, 10.0)
+    n_releases: int = 20
+    replicas: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_trials != len(COMPARED):
+            raise ValueError(f"n_trials must be {len(COMPARED)} (one per population of "
+                             f"{COMPARED}), got {self.n_trials}")
+        require_choice("experts_scale", self.experts_scale, ("smoke", "paper"))
+        require_int("n_trajectories", self.n_trajectories)
+        require_int("n_releases", self.n_releases)
+        require_int("replicas", self.replicas)
+
+
+def ppo_comparison_trials(config: PPOComparisonConfig,
+                          rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Each trial's population: ``agreement`` ``(n_trajectories, 3)`` (prefixes of 10, 20,
+    40 steps) from the trial's stream 0, ``stable`` ``(len(epsilons), n_releases)`` from its
+    streams ``(1, k)``."""
+    populations = ppo_and_cem(config.experts_scale)
+    out: dict[str, list[np.ndarray]] = {"agreement": [], "stable": []}
+    for rng in rngs:
+        name = COMPARED[trial_index(rng)]
+        experts = populations[name]
+        out["agreement"].append(agreement_comparison(
+            {name: experts}, config.n_trajectories, named_stream(rng, 0))[name])
+        out["stable"].append(np.stack([
+            replicated_release(experts, config.replicas, eps, config.n_releases,
+                               named_stream(rng, 1, k))
+            for k, eps in enumerate(config.epsilons)]))
+    return {name: np.stack(values) for name, values in out.items()}
+
+
+CARTPOLE_PPO_AGREEMENT = register(Experiment(
+    id="sharma2025-cartpole-ppo-agreement",
+    title="Sharma et al. (2025): do PPO experts agree more than CEM experts? (CartPole, the "
+          "same 100 settings)",
+    chapter="book/sharma2025/experts.ipynb",
+    configs={"smoke": PPOComparisonConfig(n_trials=2, root_seed=2226, batch_size=1,
+                                          experts_scale="smoke", n_trajectories=8,
+                                          epsilons=(10.0,), n_releases=1, replicas=500),
+             "paper": PPOComparisonConfig(n_trials=2, root_seed=2226, batch_size=1,
+                                          experts_scale="paper", n_trajectories=400)},
+    run_trials=ppo_comparison_trials,
+    after=(CARTPOLE_EXPERTS_PPO.id, CLASSIC["CartPole", True].id)))
