@@ -152,8 +152,7 @@ class MLPPolicies:
         if obs.shape[0] not in (1, self.n_experts) or obs.shape[2] != self.obs_dim:
             raise ValueError(f"observations must have shape (1 or {self.n_experts}, n, "
                              f"{self.obs_dim}), got {obs.shape}")
-        x = torch.from_numpy(np.ascontiguousarray(
-            np.broadcast_to(obs, (self.n_experts, *obs.shape[1:]))))
+        x = torch.from_numpy(np.broadcast_to(obs, (self.n_experts, *obs.shape[1:])).copy())
         layers = unflatten(self.parameters,
                            layer_sizes(self.obs_dim, self.hidden, self.n_actions))
         with torch.no_grad():
