@@ -23,6 +23,7 @@ help:
 	@echo "  refresh NB=...    re-execute chapters in place (default: all)"
 	@echo "  spot-check-heavy  recompute a trial of the results CI only checks for being current"
 	@echo "  crosscheck        install d3rlpy and Opacus for the cross-checks (make test does)"
+	@echo "  test-slurm        --slurm on a real one-node Slurm, installed and started here (root)"
 	@echo "  install | clean | distclean"
 
 # The Python version of .venv (empty when there is none or it is broken): a .venv of another
@@ -85,6 +86,15 @@ test: $(STAMP) $(XSTAMP)
 spot-check-heavy: $(STAMP)
 	DPRL_SPOT_HEAVY=1 DPRL_SPOT_BUDGET_S=1e9 $(PINNED) $(BIN)/python -m pytest -n $(JOBS) \
 		--dist loadfile -p no:cacheprovider tests/test_spot_check_*.py tests/test_vendor_bits.py
+
+# `run --slurm` on a real one-node Slurm (Debian's packages, installed when missing, and
+# dask-jobqueue; needs root; minutes, so left out of `make test` and CI): first the retirement
+# tests on a fake sbatch that `make test` skips, then .ci/slurm-test (smoke runs against
+# serial, an sbatch error, a run longer than its jobs' walltime, Ctrl-C)
+.PHONY: test-slurm
+test-slurm: $(STAMP)
+	DPRL_SLURM_TESTS=1 $(PINNED) $(BIN)/python -m pytest -p no:cacheprovider tests/test_slurm.py
+	.ci/slurm-test
 
 # Extra options for JupyterLab, e.g. in a container run as root:
 # make lab LAB_ARGS="--allow-root --no-browser --ip=0.0.0.0"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from dprl.experiments import SCALES, run
 from dprl.paths import RESULTS_DIR
@@ -77,6 +79,17 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _slurm_option(value: str) -> str:
+    """A ``KEY=VALUE`` of ``--slurm-option``, checked (:func:`dprl.experiments.slurm.slurm_option`)."""
+    from dprl.experiments.slurm import slurm_option
+
+    try:
+        slurm_option(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
 def _results_folder(value: str) -> str:
     """A results folder to write to: a folder, or a path where one can be made."""
     if Path(value).exists() and not Path(value).is_dir():
@@ -115,29 +128,20 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from dprl.experiments.dask_engine import WorkerLost, WorkerRefused
-    from dprl.experiments.runner import Interrupted, remeasure
+    from dprl.experiments.runner import Interrupted
     from dprl.experiments.slurm import MissingExtra
 
     if (args.experiment is None) == (not args.all):
         args.parser.error("give one experiment id or --all")
     if args.remeasure and args.all:
         args.parser.error("--remeasure takes one experiment id")
+    if args.slurm_option and args.slurm is None:
+        args.parser.error("--slurm-option needs --slurm")
     workers = {"jobs": args.jobs, "scheduler": args.scheduler, "slurm": args.slurm,
                "shared_fs": False if args.no_shared_fs else None}
     try:
-        if args.all:
-            from dprl.experiments.plan import compute_table, run_all
-
-            print(compute_table(run_all(args.scale, args.results_dir,
-                                        resume=not args.restart, **workers)))
-            return 0
-        if args.remeasure:
-            result = remeasure(args.experiment, args.scale, args.results_dir, **workers)
-            print(f"{args.experiment} ({args.scale}): the same bits; recorded "
-                  f"{result.provenance['cpu_time_s']:.1f} CPU s")
-            return 0
-        result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
-                     **workers)
+        with _slurm_settings(args.slurm_option or []):
+            return _run_with(args, workers)
     except Interrupted as stopped:
         print(f"\ninterrupted: {stopped}", file=sys.stderr)
         return 130
@@ -145,6 +149,38 @@ def _run(args: argparse.Namespace) -> int:
             MissingExtra) as error:
         print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
         return 1
+
+
+def _slurm_settings(options: list[str]) -> contextlib.AbstractContextManager[Any]:
+    """dask's configuration with the ``--slurm-option`` settings ``options`` in it
+    (:func:`dprl.experiments.slurm.slurm_config`), for the block."""
+    if not options:
+        return contextlib.nullcontext()
+    import dask
+
+    from dprl.experiments.slurm import slurm_config
+
+    return dask.config.set(slurm_config(options))
+
+
+def _run_with(args: argparse.Namespace, workers: dict[str, Any]) -> int:
+    """``run`` with the arguments ``args`` on the ``workers``, its exceptions left to
+    :func:`_run`."""
+    from dprl.experiments.runner import remeasure
+
+    if args.all:
+        from dprl.experiments.plan import compute_table, run_all
+
+        print(compute_table(run_all(args.scale, args.results_dir, resume=not args.restart,
+                                    **workers)))
+        return 0
+    if args.remeasure:
+        result = remeasure(args.experiment, args.scale, args.results_dir, **workers)
+        print(f"{args.experiment} ({args.scale}): the same bits; recorded "
+              f"{result.provenance['cpu_time_s']:.1f} CPU s")
+        return 0
+    result = run(args.experiment, args.scale, args.results_dir, resume=not args.restart,
+                 **workers)
     print(f"wrote {args.experiment} ({args.scale}): {result.provenance['n_trials']} trials, "
           f"{result.provenance['wall_time_s']:.1f} s of compute "
           f"({result.provenance['cpu_time_s']:.1f} CPU s)")
@@ -197,9 +233,19 @@ def parser() -> argparse.ArgumentParser:
                              "workers compute the batches (the same result); default: "
                              "$DPRL_SCHEDULER, if set")
     runner.add_argument("--slurm", type=_positive_int, metavar="WORKERS",
-                        help="submit WORKERS Slurm jobs, each a dask worker from this checkout "
-                             "(needs dask-jobqueue: pip install -e .[slurm]; partition, "
-                             "account, walltime from dask's jobqueue.slurm config)")
+                        help="WORKERS single-threaded dask workers from this checkout in Slurm "
+                             "jobs (as many a job as cores; needs dask-jobqueue: pip install "
+                             "-e .[slurm]); settings from dask's jobqueue.slurm config and "
+                             "--slurm-option; jobs near their walltime are replaced")
+    runner.add_argument("--slurm-option", action="append", type=_slurm_option,
+                        metavar="KEY=VALUE",
+                        help="a setting of the Slurm jobs over dask's jobqueue.slurm config, "
+                             "repeatable: partition, account, walltime (dask-jobqueue's "
+                             "default: 00:30:00), memory (a job's), cores, processes, job-cpu, "
+                             "job-mem, interface (scheduler and workers, e.g. ib0), "
+                             "log-directory, local-directory, shared-temp-directory, "
+                             "death-timeout, job-extra-directives (an #SBATCH line, added), "
+                             "dashboard-address")
     runner.add_argument("--no-shared-fs", action="store_true",
                         help="the workers do not see the results folder: the batches come "
                              "back here to be saved (without it: ask the workers)")

@@ -3,7 +3,8 @@ tests interrupt with Ctrl-C, whose workers they kill or keep from the results fo
 Registered at import, so that the spawned workers (which import this script as their main
 module) know them too.
 
-- ``test-slow``: batches of 0.5 s;
+- ``test-slow``: batches of 0.5 s (or ``DPRL_TEST_BATCH_SECONDS``: the real-Slurm test's run
+  longer than a job's walltime, .ci/slurm-test);
 - ``test-source`` and ``test-reader``, which reads its result (``after``) in the folder
   named by ``DPRL_TEST_RESULTS``; in a worker process (a child), that folder is hidden
   (every open, listing, write or removal under it raises PermissionError), as on a machine
@@ -22,7 +23,7 @@ from dprl.experiments.registry import Experiment, TrialConfig, register
 from dprl.experiments.runner import load
 
 CONFIG = TrialConfig(n_trials=24, root_seed=5, batch_size=2)
-BATCH_SECONDS = 0.5
+BATCH_SECONDS = float(os.environ.get("DPRL_TEST_BATCH_SECONDS", "0.5"))
 RESULTS_ENV = "DPRL_TEST_RESULTS"
 _PATH_EVENTS = {"open", "os.listdir", "os.scandir", "os.mkdir", "os.rename", "os.remove",
                 "os.rmdir", "shutil.rmtree"}

@@ -33,6 +33,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -51,9 +52,11 @@ from dprl.experiments.storage import read_json, write_text
 SCHEDULER_ENV = "DPRL_SCHEDULER"
 #: The address a local cluster's scheduler and workers listen on: this machine only.
 LOOPBACK = "127.0.0.1"
-#: The dask event topic on which a worker that refuses a batch says why.
+#: The dask event topic on which a worker that refuses a batch says why (``ADDRESS: why
+#: (worker NAME)``).
 REFUSED_TOPIC = "dprl-worker-refused"
-#: How long a run waits for its first dask worker (seconds) before it stops with one line.
+#: How long a run waits for a dask worker (seconds), at its start or after the last one left,
+#: before it stops with one line.
 WORKER_WAIT_S = 600.0
 
 
@@ -157,8 +160,9 @@ def configured_tls(address: str) -> ssl.SSLContext:
 
 class WorkerLost(RuntimeError):
     """No dask worker to compute the run: one died (or was stopped) while computing a batch,
-    too often for the scheduler to retry it (the batches finished before are saved), or none
-    connected within :data:`WORKER_WAIT_S`."""
+    too often for the scheduler to retry it (the batches finished before are saved); none
+    connected within :data:`WORKER_WAIT_S` (at the start, or after the last one left); or
+    the cluster cannot start any (a Slurm job that ``sbatch`` refused)."""
 
 
 def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
@@ -166,8 +170,9 @@ def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
     """Submit every batch of ``plans`` and each plan's assembly to the dask ``client`` at
     once (after :func:`_check_workers`); save the batches as they complete (the workers do,
     on a shared filesystem; this process, otherwise) and write each result once its batches
-    are in. Pending tasks are cancelled on any error or KeyboardInterrupt."""
-    from distributed import KilledWorker, as_completed
+    are assembled. A run left without workers stops (:class:`_Watch`). Pending tasks are
+    cancelled on any error or KeyboardInterrupt."""
+    from distributed import KilledWorker
 
     wanted = _check_workers(client)
     client.subscribe_topic(REFUSED_TOPIC, _report_refusal)
@@ -175,24 +180,25 @@ def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
         shared_fs = _shared_filesystem(client, plans[0].results_dir)
     inputs: dict[str, Any] = {}
     batches: dict[Any, tuple[Plan, int, int]] = {}
+    assemblies: dict[Any, Plan] = {}
     for plan in plans:
         parts = _submit_plan(client, plan, wanted, shared_fs, _inputs(client, plan, inputs))
         batches.update((future, (plan, *batch)) for batch, future in parts.items()
                        if batch not in plan.done)
         inputs[plan.experiment.id] = client.submit(
             assemble, *(parts[batch] for batch in plan.batches), pure=False)
-    left = {plan.experiment.id: len(plan.todo) for plan in plans}
+        assemblies[inputs[plan.experiment.id]] = plan
+    results = {}
     try:
-        results = {plan.experiment.id: plan.write(inputs[plan.experiment.id].result())
-                   for plan in plans if not plan.todo}
-        for future, part in as_completed(list(batches), loop=client.loop, with_results=True):
+        for future, value in _completed(client, [*batches, *assemblies], _Watch(client)):
+            if future in assemblies:
+                plan = assemblies[future]
+                results[plan.experiment.id] = plan.write(value)
+                continue
             plan, start, stop = batches[future]
             if not shared_fs:
-                save_batch(plan.partial, start, stop, part)
+                save_batch(plan.partial, start, stop, value)
             bar.update(stop - start)
-            left[plan.experiment.id] -= 1
-            if not left[plan.experiment.id]:
-                results[plan.experiment.id] = plan.write(inputs[plan.experiment.id].result())
     except KilledWorker as error:
         raise WorkerLost(f"a dask worker died computing a batch ({error}); the finished "
                          "batches are saved: rerun the same command to resume") from None
@@ -201,13 +207,83 @@ def run_graph(client: Any, plans: Sequence[Plan], bar: tqdm,
     return results
 
 
+#: Seconds between two looks at a cluster's workers while a run waits (:class:`_Watch`)
+WATCH_INTERVAL_S = 1.0
+#: Seconds between two looks for a completed task
+POLL_S = 0.05
+
+
+class _Watch:
+    """Stops a run that cannot go on: at once when its cluster says why (a cluster started
+    here may have a ``problem()`` method, which returns a reason to stop, such as a Slurm job
+    that ``sbatch`` refused or a batch longer than a worker's lifetime, or None), else once
+    it has had no dask worker for
+    :data:`WORKER_WAIT_S` seconds; that message adds the cluster's ``describe()`` (the
+    states of its Slurm jobs), when it has one."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.cluster = getattr(client, "cluster", None)
+        self.since: float | None = None
+
+    def wait(self, computed: bool) -> None:
+        """Return once the cluster has a worker (:meth:`check`, every
+        :data:`WATCH_INTERVAL_S` seconds)."""
+        while not self.check(computed):
+            time.sleep(WATCH_INTERVAL_S)
+
+    def check(self, computed: bool) -> bool:
+        """Whether the cluster has a worker now; :class:`WorkerLost` if it cannot go on
+        (``computed``: whether batches may have been saved, for the message)."""
+        then = ("the finished batches are saved: rerun the same command to resume" if computed
+                else "nothing was computed")
+        problem = self.cluster.problem() if hasattr(self.cluster, "problem") else None
+        if problem:
+            raise WorkerLost(f"{problem}; {then}")
+        if self.client.scheduler_info(n_workers=0)["n_workers"]:
+            self.since = None
+            return True
+        address = self.client.scheduler.address
+        if self.since is None:
+            self.since = time.monotonic()
+            tqdm.write(f"waiting for a dask worker to connect to {address}", file=sys.stderr)
+        if time.monotonic() - self.since >= WORKER_WAIT_S:
+            jobs = (self.cluster.describe() if hasattr(self.cluster, "describe") else
+                    "with --slurm: are the jobs queued or failing? see squeue and the jobs' "
+                    "logs")
+            raise WorkerLost(f"no dask worker connected to {address} within "
+                             f"{WORKER_WAIT_S:g} s ({jobs}); {then}")
+        return False
+
+
+def _completed(client: Any, futures: Sequence[Any], watch: _Watch) -> Iterator[tuple[Any, Any]]:
+    """``(future, result)`` for each of ``futures`` as it completes (its error raised), while
+    ``watch`` checks, every :data:`WATCH_INTERVAL_S` seconds of waiting, that the cluster has
+    workers (:class:`WorkerLost` otherwise)."""
+    from distributed import as_completed
+
+    completed = as_completed(futures, loop=client.loop, with_results=True)
+    checked = time.monotonic()
+    while not completed.is_empty():
+        if completed.has_ready():
+            yield next(completed)
+            continue
+        if time.monotonic() - checked >= WATCH_INTERVAL_S:
+            watch.check(computed=True)
+            checked = time.monotonic()
+        time.sleep(POLL_S)
+
+
 def _submit_plan(client: Any, plan: Plan, wanted: dict[str, str | None], shared_fs: bool,
                  inputs: tuple) -> dict[tuple[int, int], Any]:
-    """A future per batch of ``plan``: a :func:`_batch_task` for each batch left, its saved
-    part scattered for each one done."""
+    """A future per batch of ``plan``: a :func:`_batch_task` for each batch left (its key
+    ``<experiment>-trials-<start>-<stop>-<token>``), its saved part scattered for each one
+    done."""
     partial = plan.partial if shared_fs else None
-    parts = {batch: client.submit(_batch_task, wanted, plan.experiment.id, plan.scale,
-                                  *batch, partial, inputs, pure=False) for batch in plan.todo}
+    parts = {batch: client.submit(
+        _batch_task, wanted, plan.experiment.id, plan.scale, *batch, partial, inputs,
+        key=f"{plan.experiment.id}-trials-{batch[0]}-{batch[1]}-{uuid.uuid4().hex}")
+        for batch in plan.todo}
     for batch in sorted(plan.done):
         parts[batch] = client.scatter([read_batch(plan.partial, *batch)], hash=False)[0]
     return parts
@@ -294,19 +370,11 @@ def _environment_kept() -> Iterator[None]:
 
 def _check_workers(client: Any) -> dict[str, Any]:
     """What a worker must match (:func:`_expected`), once every worker of ``client``
-    (waiting for one, when there is none yet) is found to match it; :class:`WorkerRefused`
-    otherwise, naming each refused worker and what differs, before any batch is submitted."""
+    (waiting for one, when there is none yet: :class:`_Watch`) is found to match it;
+    :class:`WorkerRefused` otherwise, naming each refused worker and what differs, before
+    any batch is submitted."""
     wanted = _expected()
-    if not client.scheduler_info()["workers"]:
-        tqdm.write(f"waiting for a dask worker to connect to {client.scheduler.address}",
-                   file=sys.stderr)
-        try:
-            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
-        except TimeoutError:
-            raise WorkerLost(f"no dask worker connected to {client.scheduler.address} within "
-                             f"{WORKER_WAIT_S:g} s (with --slurm: are the jobs queued or "
-                             "failing? see squeue and the jobs' logs); nothing was computed"
-                             ) from None
+    _Watch(client).wait(computed=False)
     states = client.run(_worker_state, sorted(wanted["environ"]), on_error="return")
     refused = []
     for address, state in sorted(states.items()):
@@ -403,7 +471,7 @@ def _refuse(problem: str) -> None:
     except ValueError:
         raise WorkerRefused(f"this process would not compute the run's bits: {problem}") \
             from None
-    worker.log_event(REFUSED_TOPIC, f"{worker.address}: {problem}")
+    worker.log_event(REFUSED_TOPIC, f"{worker.address}: {problem} (worker {worker.name})")
     worker.loop.add_callback(worker.close, reason="dprl: would not compute the run's bits")
     raise Reschedule()
 
