@@ -80,8 +80,8 @@ def _positive_int(value: str) -> int:
 
 
 def _slurm_option(value: str) -> str:
-    """A ``KEY=VALUE`` of ``--slurm-option``, checked (:func:`dprl.experiments.slurm.slurm_option`)."""
-    from dprl.experiments.slurm import slurm_option
+    """A ``KEY=VALUE`` of ``--slurm-option``, checked (:func:`dprl.engine.slurm_options.slurm_option`)."""
+    from dprl.engine.slurm_options import slurm_option
 
     try:
         slurm_option(value)
@@ -120,16 +120,17 @@ def _benchmark_listing() -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from dprl.experiments.report import listing
+    from dprl.engine.report import listing
 
     print(listing(results_dir=args.results_dir))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dprl.experiments.dask_engine import WorkerLost, WorkerRefused
-    from dprl.experiments.runner import Interrupted
-    from dprl.experiments.slurm import MissingExtra
+    from dprl.engine.dask_engine import WorkerLost
+    from dprl.engine.dask_workers import WorkerRefused
+    from dprl.engine.runner import Interrupted
+    from dprl.engine.slurm import MissingExtra
 
     if (args.experiment is None) == (not args.all):
         args.parser.error("give one experiment id or --all")
@@ -153,12 +154,12 @@ def _run(args: argparse.Namespace) -> int:
 
 def _slurm_settings(options: list[str]) -> contextlib.AbstractContextManager[Any]:
     """dask's configuration with the ``--slurm-option`` settings ``options`` in it
-    (:func:`dprl.experiments.slurm.slurm_config`), for the block."""
+    (:func:`dprl.engine.slurm_options.slurm_config`), for the block."""
     if not options:
         return contextlib.nullcontext()
     import dask
 
-    from dprl.experiments.slurm import slurm_config
+    from dprl.engine.slurm_options import slurm_config
 
     return dask.config.set(slurm_config(options))
 
@@ -166,10 +167,10 @@ def _slurm_settings(options: list[str]) -> contextlib.AbstractContextManager[Any
 def _run_with(args: argparse.Namespace, workers: dict[str, Any]) -> int:
     """``run`` with the arguments ``args`` on the ``workers``, its exceptions left to
     :func:`_run`."""
-    from dprl.experiments.runner import remeasure
+    from dprl.engine.runner import remeasure
 
     if args.all:
-        from dprl.experiments.plan import compute_table, run_all
+        from dprl.engine.run_all import compute_table, run_all
 
         print(compute_table(run_all(args.scale, args.results_dir, resume=not args.restart,
                                     **workers)))

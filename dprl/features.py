@@ -54,7 +54,7 @@ def cosine_features(scaled: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     (2011) on inputs already scaled to ``[0, 1]``. ``c . z`` is summed term by term in order
     (the bits of a sum over a short last axis), not by a BLAS product: a row's bits must not
     depend on how many rows are computed with it (batch invariance,
-    :mod:`dprl.experiments.registry`)."""
+    :mod:`dprl.engine.registry`)."""
     dot = scaled[..., 0, None] * coefficients[:, 0]
     for i in range(1, coefficients.shape[1]):
         dot += scaled[..., i, None] * coefficients[:, i]

@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 from dprl.__main__ import main
-from dprl.experiments.registry import Experiment, TrialConfig, register
-from dprl.experiments.runner import load
+from dprl.engine.registry import Experiment, TrialConfig, register
+from dprl.engine.results import load
 
 CONFIG = TrialConfig(n_trials=24, root_seed=5, batch_size=2)
 BATCH_SECONDS = float(os.environ.get("DPRL_TEST_BATCH_SECONDS", "0.5"))

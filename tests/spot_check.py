@@ -147,7 +147,7 @@ def recompute_for_the_other_vendor(trials: dict[str, int]) -> dict[str, list[str
 def has_data_cache(sidecar) -> bool:
     """Whether the Sharma training data of the sidecar's environment are available without
     recording them (CartPole and Acrobot take seconds; LunarLander and HIV need the cache)."""
-    from dprl.experiments.sharma2025_training import CACHE_DIR
+    from dprl.experiments.sharma2025.training import CACHE_DIR
     env = json.loads(sidecar.read_text())["config"]["env"]
     return env in ("CartPole", "Acrobot") or any(
         CACHE_DIR.glob(f"sharma2025-{env.lower()}-paper-m*.npz"))

@@ -13,9 +13,9 @@ from dprl.audit import Bound, held_out_lower_bound, trade_off_from_histograms
 from dprl.balle2016 import smoothing_constants
 from dprl.balle2016.calibration import smooth_gaussian_delta
 from dprl.experiments import all_experiments, get, load
-from dprl.experiments.audits import (SAMPLED, AuditRow, accountant_epsilon, audit_row,
-                                     audited_bound, pair_epsilon)
-from dprl.experiments.batches import compute_trials
+from dprl.experiments.audits.common import (SAMPLED, AuditRow, accountant_epsilon, audit_row,
+                                            audited_bound, pair_epsilon)
+from dprl.engine.batches import compute_trials
 
 AUDITS = [e.id for e in all_experiments() if e.id in SAMPLED]
 
@@ -116,7 +116,7 @@ def test_balle_accountant_meets_delta_at_its_eps_and_the_pair_is_replace_one():
 def test_balle_pair_eps_is_where_a_monte_carlo_hockey_stick_meets_delta():
     """The exact eps of the DP-LSL pair against the hockey-stick divergence estimated from
     1e6 draws of the release (the larger of both orders, a few standard errors)."""
-    from dprl.experiments.audits_balle2016 import gaussian_log_likelihood_ratio
+    from dprl.experiments.audits.balle2016 import gaussian_log_likelihood_ratio
     config = dataclasses.replace(get("audit-balle2016-lsl").config("smoke"), delta=1e-2)
     eps = pair_epsilon(config)
     (null, alternative), rng = config.releases(), np.random.default_rng(3)
@@ -129,7 +129,7 @@ def test_balle_pair_eps_is_where_a_monte_carlo_hockey_stick_meets_delta():
 
 
 def test_gaussian_log_likelihood_ratio_is_the_exact_privacy_loss():
-    from dprl.experiments.audits_balle2016 import gaussian_log_likelihood_ratio
+    from dprl.experiments.audits.balle2016 import gaussian_log_likelihood_ratio
     outputs = np.random.default_rng(0).normal(size=(7, 3))
     null, alternative = (np.zeros(3), 2.0), (np.ones(3), 2.0)
     expected = ((outputs - 0.5) * 1.0).sum(axis=-1) / 4.0

@@ -1,5 +1,5 @@
 """Every registered audit's statistic comes from what the package function it names
-(:data:`dprl.experiments.audits.SAMPLED`) returned (issue 41 item 1): calling the function is
+(:data:`dprl.experiments.audits.common.SAMPLED`) returned (issue 41 item 1): calling the function is
 not enough, the histograms must be built from its output.
 
 For each audit, the named function is replaced, where the audit looks it up, by a recorder
@@ -36,9 +36,9 @@ from scipy import stats
 
 from dprl.audit import histogram
 from dprl.experiments import all_experiments, get
-from dprl.experiments import audits as audits_module
-from dprl.experiments.audits import SAMPLED
-from dprl.experiments.batches import compute_trials
+from dprl.experiments.audits import common as audits_module
+from dprl.experiments.audits.common import SAMPLED
+from dprl.engine.batches import compute_trials
 from dprl.mechanisms import analytic_gaussian_sigma, laplace_scale
 
 AUDITS = [e.id for e in all_experiments() if e.id in SAMPLED]
@@ -180,7 +180,7 @@ class GPOPEIterates(Case):
 
     @staticmethod
     def drift(config, theta, w):
-        from dprl.experiments import audits_xie2019
+        from dprl.experiments.audits import xie2019 as audits_xie2019
         prepared = config.prepared()
         n = prepared.n_features
         g, g_canary = audits_xie2019.clipped_gradients(config, prepared, np.zeros((1, 2 * n)))
@@ -202,7 +202,7 @@ class GPOPEIterates(Case):
         return records
 
     def rebuild(self, config, records):
-        from dprl.experiments import audits_xie2019
+        from dprl.experiments.audits import xie2019 as audits_xie2019
         (theta, w), = records  # one call for both worlds
         runs = config.runs_per_trial
         assert theta.shape[:2] == (2 * runs, config.n_iterations + 1)
@@ -299,7 +299,7 @@ class ReleasedPrefixes(Case):
         return dataclasses.replace(smoke, runs_per_trial=8)
 
     def install(self, mp, config, perturbation):
-        from dprl.experiments import audits_sharma2025
+        from dprl.experiments.audits import sharma2025 as audits_sharma2025
         records = []
 
         def make_trajectories(original):
@@ -343,7 +343,7 @@ class ReleasedPrefixes(Case):
         return np.array(out)
 
     def rebuild(self, config, records):
-        from dprl.experiments import audits_sharma2025
+        from dprl.experiments.audits import sharma2025 as audits_sharma2025
         log_ratios = audits_sharma2025.release_log_ratios(config)
         kinds = [record[0] for record in records]
         assert kinds == ["trajectories", "release"] * (2 * config.runs_per_trial)
@@ -355,7 +355,7 @@ class ReleasedPrefixes(Case):
         return tuple(np.array(world) for world in statistics)
 
     def predict(self, config, records, perturbation):
-        from dprl.experiments import audits_sharma2025
+        from dprl.experiments.audits import sharma2025 as audits_sharma2025
         nothing = config.n_queries * audits_sharma2025.release_log_ratios(config)[0]
         return (np.full(config.runs_per_trial, nothing),) * 2
 
@@ -392,7 +392,7 @@ class DPSGDSteps(Case):
     def install(self, mp, config, perturbation):
         import torch
 
-        from dprl.experiments import audits_sharma2025_training as training
+        from dprl.experiments.audits import sharma2025_training as training
         records = []
         canaries = training.canary_transitions(config.runs_per_trial, config.reward)
         pushed = self.pushed(config)
@@ -439,7 +439,7 @@ class DPSGDSteps(Case):
         return tuple(out)
 
     def rebuild(self, config, records):
-        from dprl.experiments.audits_sharma2025 import dp_step_log_likelihood_ratio
+        from dprl.experiments.audits.sharma2025_dp_sgd import dp_step_log_likelihood_ratio
         return self._sum(config, records, lambda x: dp_step_log_likelihood_ratio(
             x, config.noise_multiplier, config.sampling_rate))
 
@@ -575,7 +575,7 @@ def test_perturbing_the_named_functions_output_moves_the_statistic(experiment_id
 # audit that scored idealised draws would not follow.
 ONE_RUN_AUDITS = [e.id for e in all_experiments()
                   if e.run_trials is importlib.import_module(
-                      "dprl.experiments.audit_one_run").one_run_audit_trials]
+                      "dprl.experiments.audits.one_run").one_run_audit_trials]
 
 
 def _released_scaled(step, factor: float, calls: list):

@@ -1,4 +1,4 @@
-"""The Sharma 2025 audits (dprl.experiments.audits_sharma2025): they sample the package's
+"""The Sharma 2025 audits (dprl.experiments.audits.sharma2025): they sample the package's
 DataRelease and DP-SGD steps, their statistics are the exact log-likelihood ratios, their
 pair eps agree with independent computations, and under-noised variants show violations."""
 
@@ -11,10 +11,11 @@ from scipy import stats
 
 from dprl.accounting.pld import poisson_gaussian_or_idle_epsilon
 from dprl.experiments import get
-from dprl.experiments.audits import audited_bound, pair_epsilon
-from dprl.experiments.batches import compute_trials
-from dprl.experiments import audits_sharma2025 as audits
-from dprl.experiments import audits_sharma2025_training as training
+from dprl.experiments.audits.common import audited_bound, pair_epsilon
+from dprl.engine.batches import compute_trials
+from dprl.experiments.audits import sharma2025 as audits
+from dprl.experiments.audits import sharma2025_dp_sgd as dp_sgd_audit
+from dprl.experiments.audits import sharma2025_training as training
 from dprl.sharma2025.accounting import dp_sgd_epsilon
 
 
@@ -67,7 +68,7 @@ def test_release_audit_shows_a_violation_only_when_under_noised():
 def test_dp_step_statistic_is_the_log_likelihood_ratio():
     x, s, q = np.random.default_rng(5).normal(size=(4, 6)), 1.7, 0.08
     mixture = (1 - q) * stats.norm.pdf(x, 0, s) + q * stats.norm.pdf(x, 1, s)
-    assert np.allclose(audits.dp_step_log_likelihood_ratio(x, s, q),
+    assert np.allclose(dp_sgd_audit.dp_step_log_likelihood_ratio(x, s, q),
                        np.log(mixture / stats.norm.pdf(x, 0, s)))
 
 

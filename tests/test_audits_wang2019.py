@@ -1,4 +1,4 @@
-"""White-box audits of Wang & Hegde (2019), Algorithm 1 (dprl.experiments.audits_wang2019):
+"""White-box audits of Wang & Hegde (2019), Algorithm 1 (dprl.experiments.audits.wang2019):
 they sample the package's noise paths (RunPaths), the statistic is the exact log-likelihood
 ratio of the grid releases (checked against dense Gaussian densities), the canary has the
 proof's RKHS norm, the statement reading shows a violation and the proof's does not, and
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dprl.experiments.audits_wang2019 as wa
+import dprl.experiments.audits.wang2019 as wa
 import dprl.wang2019.q_learning as ql
 from dprl.experiments import get
-from dprl.experiments.audits import (SAMPLED, accountant_epsilon, audit_row, exact_gdp_mu,
-                                     pair_epsilon, statistic_losses)
-from dprl.experiments.batches import compute_trials
+from dprl.experiments.audits.common import (SAMPLED, accountant_epsilon, audit_row, exact_gdp_mu,
+                                            pair_epsilon, statistic_losses)
+from dprl.engine.batches import compute_trials
 from dprl.experiments.wang2019 import FIGURE2, figure2_dqn
 from dprl.seeding import trial_generator
 from dprl.wang2019 import run_paths

@@ -1,4 +1,4 @@
-"""White-box audits of GPOPE (Xie et al. 2019, Alg. 1; dprl.experiments.audits_xie2019): they
+"""White-box audits of GPOPE (Xie et al. 2019, Alg. 1; dprl.experiments.audits.xie2019): they
 run the package's GPOPE on neighbouring trajectory sets, recover every released noisy
 gradient from its iterates and score it by the exact log-likelihood ratio."""
 
@@ -11,11 +11,10 @@ from scipy import stats
 
 from dprl.envs import ChainMDP, Trajectories, stack_trajectories
 from dprl.experiments import get
-from dprl.experiments.audits import SAMPLED, accountant_epsilon, audit_row, pair_epsilon
-from dprl.experiments.audits_xie2019 import (CHAIN, GPOPEAuditConfig,
-                                             canary_log_likelihood_ratio, gpope_module,
-                                             gpope_statistics, pair_sensitivity)
-from dprl.experiments.batches import compute_trials
+from dprl.experiments.audits.common import SAMPLED, accountant_epsilon, audit_row, pair_epsilon
+from dprl.experiments.audits.xie2019 import (CHAIN, GPOPEAuditConfig, canary_log_likelihood_ratio,
+                                             gpope_module, gpope_statistics, pair_sensitivity)
+from dprl.engine.batches import compute_trials
 from dprl.features import tabular_features
 from dprl.policy_evaluation import td_statistics
 from dprl.seeding import trial_generator, trial_generators

@@ -16,9 +16,9 @@ import pytest
 from dprl.__main__ import main
 from dprl.bench import BENCHMARKS
 from dprl.experiments import all_experiments, get, load, result_paths, status
-from dprl.experiments.plan import compute_table, run_all, run_order
-from dprl.experiments.registry import config_to_dict
-from dprl.experiments.storage import write_result
+from dprl.engine.registry import config_to_dict, run_order
+from dprl.engine.run_all import compute_table, run_all
+from dprl.engine.storage import write_result
 from dprl.paths import REPO_ROOT
 from dprl.seeding import trial_generators
 
@@ -220,7 +220,7 @@ def test_run_all_keeps_current_results_and_recomputes_what_depends_on_a_new_one(
 
 
 def test_run_all_from_the_command_line_ends_with_the_table(tmp_path, monkeypatch, capsys):
-    import dprl.experiments.plan as plan
+    import dprl.engine.run_all as plan
 
     monkeypatch.setattr(plan, "run_many", lambda ids, scale, results_dir, **options: [
         _result_files(Path(results_dir), experiment_id, scale) for experiment_id in ids])

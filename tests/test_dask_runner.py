@@ -22,9 +22,10 @@ import psutil
 from distributed import Client, LocalCluster
 
 from dprl.__main__ import main
-from dprl.experiments import batches, dask_engine, get, result_paths, run, runner, storage
-from dprl.experiments.runner import run_many
-from dprl.experiments.registry import config_to_dict
+from dprl.engine import batches, dask_engine, dask_workers, plan, provenance, results, storage
+from dprl.experiments import get, result_paths, run
+from dprl.engine.runner import run_many
+from dprl.engine.registry import config_to_dict, run_order
 from dprl.floating_point import processor, settings
 from dprl.paths import REPO_ROOT
 
@@ -135,7 +136,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 def test_the_workers_of_a_running_scheduler_give_the_serial_bits(cluster, serial, tmp_path,
                                                                  monkeypatch, capsys):
-    monkeypatch.setattr(runner, "compute_batch", _nowhere_here)
+    monkeypatch.setattr(plan, "compute_batch", _nowhere_here)
     monkeypatch.delenv(dask_engine.SCHEDULER_ENV, raising=False)
     result = run(EXPERIMENT, "smoke", tmp_path / "argument", progress=False,
                  scheduler=cluster.address)
@@ -145,7 +146,7 @@ def test_the_workers_of_a_running_scheduler_give_the_serial_bits(cluster, serial
     results_dir = tmp_path / "environment"
     assert main(["run", EXPERIMENT, "--results-dir", str(results_dir)]) == 0, cluster.logs()
     assert f"wrote {EXPERIMENT} (smoke): 4 trials" in capsys.readouterr().out
-    _assert_same_bits(serial, runner.load(EXPERIMENT, "smoke", results_dir))
+    _assert_same_bits(serial, results.load(EXPERIMENT, "smoke", results_dir))
 
 
 def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch(
@@ -160,8 +161,8 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
         cluster.client.wait_for_workers(3, timeout=120)
         workers = cluster.client.scheduler_info(n_workers=-1)["workers"]
         names = {info["name"]: address for address, info in workers.items()}
-        monkeypatch.setattr(runner, "compute_batch", _nowhere_here)
-        with pytest.raises(dask_engine.WorkerRefused) as refused:
+        monkeypatch.setattr(plan, "compute_batch", _nowhere_here)
+        with pytest.raises(dask_workers.WorkerRefused) as refused:
             run(EXPERIMENT, "smoke", tmp_path, progress=False, scheduler=cluster.address)
         message = str(refused.value)
         assert message.startswith("1 of 3 dask workers would not compute the same bits")
@@ -183,14 +184,14 @@ def test_a_worker_with_other_floating_point_settings_is_refused_before_any_batch
 
 
 def test_a_batch_on_a_worker_that_joined_after_the_check_is_refused(tmp_path):
-    wanted = dask_engine._expected()
-    wanted["environ"] = dict(dask_engine._environment_at_start(sorted(settings())),
+    wanted = dask_workers.expected()
+    wanted["environ"] = dict(dask_workers.environment_at_start(sorted(settings())),
                              OPENBLAS_NUM_THREADS="7")
-    with pytest.raises(dask_engine.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
-        dask_engine._batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
-    wanted = dict(dask_engine._expected(), source="0" * 64)
-    with pytest.raises(dask_engine.WorkerRefused, match=r"other dprl sources .* sources 000000000000"):
-        dask_engine._batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
+    with pytest.raises(dask_workers.WorkerRefused, match=r"OPENBLAS_NUM_THREADS='1' \(here: '7'\)"):
+        dask_workers.batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
+    wanted = dict(dask_workers.expected(), source="0" * 64)
+    with pytest.raises(dask_workers.WorkerRefused, match=r"other dprl sources .* sources 000000000000"):
+        dask_workers.batch_task(wanted, EXPERIMENT, "smoke", 0, 2, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -211,7 +212,7 @@ def test_a_worker_with_other_sources_joining_late_computes_nothing_and_leaves(
     leaves; the other worker computes every batch, with the serial bits."""
     changed = _changed_checkout(tmp_path / "checkout")
     environment = dict(os.environ, PYTHONPATH=str(changed))
-    monkeypatch.setattr(dask_engine, "_check_workers", lambda client: dask_engine._expected())
+    monkeypatch.setattr(dask_engine, "_check_workers", lambda client: dask_workers.expected())
     with dask_engine._environment_kept(), LocalCluster(
             n_workers=1, threads_per_worker=1, processes=True, memory_limit=0,
             dashboard_address=None, silence_logs=logging.ERROR) as local:
@@ -234,7 +235,7 @@ def test_a_worker_with_other_sources_joining_late_computes_nothing_and_leaves(
                 late.wait(timeout=60)          # closed, with its nanny
                 assert late_address not in client.scheduler_info(n_workers=-1)["workers"]
             [machine] = result.provenance["workers"]   # every batch from this checkout
-            assert machine["source"] == dask_engine.source_digest() and machine["batches"] == 2
+            assert machine["source"] == provenance.source_digest() and machine["batches"] == 2
         finally:
             _stop(late)
 
@@ -269,7 +270,7 @@ def test_an_unreachable_scheduler_is_one_error(tmp_path, capsys):
 
 
 def test_run_all_hands_the_workers_to_one_call(tmp_path, monkeypatch):
-    import dprl.experiments.plan as plan
+    from dprl.engine import run_all
 
     calls = []
 
@@ -281,11 +282,11 @@ def test_run_all_hands_the_workers_to_one_call(tmp_path, monkeypatch):
                       "wall_time_s": 1.0}
             storage.write_result(arrays, sidecar, {"x": np.arange(3.0)}, record)
 
-    monkeypatch.setattr(plan, "run_many", instant)
+    monkeypatch.setattr(run_all, "run_many", instant)
     assert main(["run", "--all", "--scheduler", "tcp://h:1", "--no-shared-fs",
                  "--results-dir", str(tmp_path)]) == 0
     [(computed, options)] = calls
-    assert computed == plan.run_order()
+    assert computed == run_order()
     assert options == {"progress": True, "jobs": 1, "scheduler": "tcp://h:1", "slurm": None,
                        "shared_fs": False, "resume": True}
 
@@ -369,7 +370,7 @@ def test_workers_without_the_results_folder_get_their_inputs_from_here(hidden, t
         _assert_same_bits(serial[name], found[name])
         assert found[name].provenance["workers"][0]["batches"] == len(
             batches.trial_batches(get(name).config("smoke")))
-        assert runner.load(name, "smoke", hidden.folder).arrays.keys() == found[name].arrays.keys()
+        assert results.load(name, "smoke", hidden.folder).arrays.keys() == found[name].arrays.keys()
     # the reader's trials read the source's result: without it, they fail
     monkeypatch.setenv("DPRL_TEST_RESULTS", str(tmp_path / "empty"))
     with pytest.raises(FileNotFoundError, match="no stored result for 'test-source'"):
@@ -380,7 +381,7 @@ def test_slurm_jobs_start_pinned_workers_from_this_checkout(monkeypatch):
     """The job script of ``--slurm`` (built, not submitted): to the checkout, the pinned
     floating point exported, one single-threaded worker of this Python; a ValueError for a
     bad count; a one-line error naming pip install dask-jobqueue without it."""
-    from dprl.experiments import slurm
+    from dprl.engine import slurm, slurm_options
 
     with pytest.raises(ValueError, match="slurm must be >= 1, got 0"):
         run(EXPERIMENT, "smoke", progress=False, slurm=0)
@@ -397,7 +398,7 @@ def test_slurm_jobs_start_pinned_workers_from_this_checkout(monkeypatch):
     with slurm.slurm_cluster(2) as cluster:
         script = cluster.job_script()
     lines = script.splitlines()
-    cd, export = slurm.job_script_prologue()
+    cd, export = slurm_options.job_script_prologue()
     assert cd == f"cd {REPO_ROOT}" and export == f"export $({sys.executable} -m dprl env)"
     worker = next(line for line in lines if "distributed.cli.dask_worker" in line)
     assert lines.index(cd) < lines.index(export) < lines.index(worker)

@@ -23,7 +23,8 @@ from distributed.comm import connect
 from distributed.security import Security
 
 from dprl.__main__ import main
-from dprl.experiments import dask_engine, run
+from dprl.engine import dask_engine
+from dprl.experiments import run
 from dprl.paths import REPO_ROOT
 
 EXPERIMENT = "primer-policy-evaluation"  # smoke scale: 4 trials in 2 batches, about 2 s
@@ -168,11 +169,11 @@ def test_slurm_workers_get_the_runs_credentials_in_private_files(tmp_path, monke
     only this user reads in a folder of the shared directory, removed at the end; a client
     with other credentials is refused, the run's own admitted."""
     dask_jobqueue = pytest.importorskip("dask_jobqueue")
-    from dprl.experiments import slurm
+    from dprl.engine import slurm, slurm_options
 
     monkeypatch.setattr(dask_jobqueue.SLURMCluster, "scale", lambda self, jobs: None)
     with dask.config.set({"jobqueue.slurm.shared-temp-directory": str(tmp_path)}):
-        assert slurm.credentials_parent() == tmp_path
+        assert slurm_options.credentials_parent() == tmp_path
         with slurm.slurm_cluster(1) as cluster:
             script = cluster.job_script()
             [folder] = tmp_path.iterdir()

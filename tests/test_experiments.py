@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from dprl.__main__ import main
-from dprl.experiments import (RECOMPUTE_ENV, Experiment, ResultNotCurrent, TrialConfig, get,
-                              load, load_or_run, mismatched_trials, register, result_paths, run,
-                              status)
-from dprl.experiments import batches, runner
-from dprl.experiments.batches import compute_trials
+from dprl.experiments import (RECOMPUTE_ENV, Experiment, ResultNotCurrent, TrialConfig, get, load,
+                              load_or_run, mismatched_trials, register, result_paths, run, status)
+from dprl.engine import batches, runner
+from dprl.engine.batches import compute_trials
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -354,7 +353,7 @@ def test_parallel_batches_give_the_same_result(tmp_path):
 def test_results_written_by_runs_do_not_make_the_tree_dirty(tmp_path):
     import subprocess
 
-    from dprl.experiments.provenance import git_state
+    from dprl.engine.provenance import git_state
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -374,7 +373,7 @@ def test_results_written_by_runs_do_not_make_the_tree_dirty(tmp_path):
 
 def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
     from dprl import floating_point
-    from dprl.experiments.report import compute_by_part
+    from dprl.engine.report import compute_by_part
 
     record = run("test-toy", "paper", tmp_path, progress=False).provenance
     table = compute_by_part(tmp_path)
@@ -389,7 +388,7 @@ def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
 
 
 def test_each_result_belongs_to_its_part_and_extensions_make_their_own():
-    from dprl.experiments.report import part_of
+    from dprl.engine.report import part_of
 
     assert part_of("sharma2025-cartpole-training") == "sharma2025"
     assert part_of("sharma2025-hiv-long") == "sharma2025, longer runs"
@@ -432,7 +431,7 @@ def test_remeasure_refuses_other_bits_and_keeps_the_stored_result(tmp_path, caps
 
 
 def test_the_listing_wraps_at_the_width_asked_for():
-    from dprl.experiments.report import listing
+    from dprl.engine.report import listing
 
     text = listing(scales=("smoke",), width=60)
     assert max(map(len, text.splitlines())) <= 60
@@ -442,7 +441,7 @@ def test_the_listing_wraps_at_the_width_asked_for():
 
 def test_the_provenance_summary_has_a_row_per_committed_result():
     from dprl.experiments import all_experiments
-    from dprl.experiments.report import provenance_summary
+    from dprl.engine.report import provenance_summary
 
     table = provenance_summary()
     committed = [e.id for e in all_experiments() if status(e.id) != "missing"]

@@ -13,11 +13,12 @@ from dprl.envs.episodes import feature_table, importance_ratios
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.experiments import load, status
-from dprl.experiments.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp, hiv_trials,
-                                  mean_ratios, reference, reward_range, tuned, tuning_trials)
-from dprl.experiments.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
-                                         target_policy)
-from dprl.experiments.off_policy import RunTable, scored, step_key, tuned_steps
+from dprl.experiments.xie2019.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp,
+                                          hiv_trials, mean_ratios, reference, reward_range, tuned,
+                                          tuning_trials)
+from dprl.experiments.xie2019.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
+                                                 target_policy)
+from dprl.experiments.xie2019.off_policy import RunTable, scored, step_key, tuned_steps
 from dprl.seeding import trial_generators
 from dprl.xie2019.baselines import episode_statistics
 

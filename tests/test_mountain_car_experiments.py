@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from dprl.envs import MountainCar, mountain_car_features
-from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
-                                recorded_table, stack_episodes)
+from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table, recorded_table,
+                                stack_episodes)
 from dprl.experiments import load, status
-from dprl.experiments.mountain_car import (LARGE, MOUNTAIN_CAR, N_PANEL, TUNING,
-                                           MountainCarConfig, cell_features, dp_lsw_theta,
-                                           importance_ratios, mountain_car_trials, tuned)
+from dprl.experiments.xie2019.mountain_car import (LARGE, MOUNTAIN_CAR, N_PANEL, TUNING,
+                                                   MountainCarConfig, cell_features, dp_lsw_theta,
+                                                   importance_ratios, mountain_car_trials, tuned)
 from dprl.seeding import trial_generators
 from dprl.xie2019 import prepare
 from dprl.xie2019.baselines import (episode_statistics, lstd, prepared_least_squares,

@@ -10,10 +10,10 @@ from scipy.stats import beta as beta_distribution
 from scipy.stats import binom
 
 from dprl.experiments import get
-from dprl.experiments.audit_one_run import SCORES, canary_transitions
-from dprl.experiments.batches import compute_trials
-from dprl.one_run_audit import (correct_guess_probability, correct_guesses,
-                                epsilon_lower_bound, guesses, p_value)
+from dprl.experiments.audits.one_run import SCORES, canary_transitions
+from dprl.engine.batches import compute_trials
+from dprl.one_run_audit import (correct_guess_probability, correct_guesses, epsilon_lower_bound,
+                                guesses, p_value)
 from dprl.sharma2025 import dp_sgd
 from dprl.sharma2025.qnetworks import PAPER_HIDDEN
 

@@ -7,7 +7,7 @@ import pytest
 from dprl.experiments import get
 from dprl.experiments.paper_scale import (paper_scale_table, sharma_cost, sharma_paper_steps,
                                           xie_cost)
-from dprl.experiments.sharma2025_training import Run
+from dprl.experiments.sharma2025.training import Run
 from dprl.sharma2025.accounting import steps_for_budget
 
 
@@ -61,7 +61,7 @@ def test_the_committed_table_has_a_row_per_result_and_a_total():
 
 def test_the_paper_scale_graph_swaps_the_costs_and_keeps_the_dependencies():
     from dprl.experiments.paper_scale import SHARMA_RESULTS, XIE_RESULTS, paper_scale_graph
-    from dprl.experiments.scaling import task_graph
+    from dprl.engine.scaling import task_graph
 
     book, paper = task_graph(), paper_scale_graph()
     swapped = set(SHARMA_RESULTS) | set(XIE_RESULTS)

@@ -109,7 +109,7 @@ def test_gpope_pld_calibration_is_sound_and_below_rdp():
 
 
 def test_calibration_lookup_names_a_missing_setting():
-    from dprl.experiments.xie2019_calibration import calibration_at
+    from dprl.experiments.xie2019.calibration import calibration_at
 
     class Result:
         config = {"settings": [[0.1, 100, 100]]}

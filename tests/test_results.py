@@ -33,7 +33,7 @@ def test_every_registered_experiment_has_both_scales():
 
 @pytest.mark.parametrize("experiment_id", [e.id for e in all_experiments()])
 def test_every_experiment_is_batch_invariant_at_smoke_scale(experiment_id):
-    from dprl.experiments.batches import compute_trials
+    from dprl.engine.batches import compute_trials
 
     experiment = get(experiment_id)
     config = experiment.config("smoke")

@@ -1,4 +1,4 @@
-"""The scaling simulation of ``run --all`` (dprl.experiments.scaling): list scheduling against
+"""The scaling simulation of ``run --all`` (dprl.engine.scaling): list scheduling against
 hand-computed schedules, Graham's bounds on random graphs, and the committed results' graph."""
 
 import json
@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from dprl.experiments.registry import get
-from dprl.experiments.runner import RESULTS_DIR
-from dprl.experiments.scaling import (WORKERS, Task, TaskGraph, critical_path, lower_bound,
-                                      remaining_paths, scaling_table, simulate,
-                                      simulate_in_turn, task_graph)
+from dprl.engine.registry import get
+from dprl.paths import RESULTS_DIR
+from dprl.engine.scaling import (WORKERS, Task, TaskGraph, critical_path, lower_bound,
+                                 remaining_paths, scaling_table, simulate, simulate_in_turn,
+                                 task_graph)
 
 
 def graph(costs, after, experiments=None):
@@ -174,7 +174,7 @@ def test_committed_graph_scales_within_its_bounds(committed):
 
 
 def test_task_graph_refuses_a_results_folder_that_does_not_exist(tmp_path):
-    from dprl.experiments.scaling import task_graph
+    from dprl.engine.scaling import task_graph
     with pytest.raises(ValueError, match="results_dir"):
         task_graph(tmp_path / "nonexistent")
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dprl.experiments.dask_engine import probe_scheduler
+from dprl.engine.dask_engine import probe_scheduler
 
 
 def _server(answer: bytes | None):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dprl.experiments.registry import get
-from dprl.experiments.sharma2025_release import members, population
+from dprl.engine.registry import get
+from dprl.experiments.sharma2025.release import members, population
 from dprl.sharma2025.agreement import prefix_agreement
 from dprl.sharma2025.demonstrations import Demonstrations
 from dprl.sharma2025.experts import pmin_levels
@@ -52,7 +52,7 @@ def test_agreement_rejects_bad_input():
 
 
 def test_stable_transitions_sum_the_released_prefixes_of_queried_trajectories():
-    from dprl.experiments.sharma2025_release import stable_transitions
+    from dprl.experiments.sharma2025.release import stable_transitions
 
     prefix = np.array([[[3, 0, -1], [5, 5, 5]], [[-1, -1, -1], [0, 2, -1]]])  # (releases, cells, T)
     assert stable_transitions({"prefix_length": prefix}, 0).tolist() == [3, 0]

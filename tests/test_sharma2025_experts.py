@@ -128,8 +128,8 @@ def test_converged_runs_train_every_iteration_and_beat_the_weakened_ones():
 
 
 def test_converged_populations_are_registered_beside_the_first_ones():
-    from dprl.experiments.registry import get
-    from dprl.experiments.sharma2025_release import ReleaseConfig
+    from dprl.engine.registry import get
+    from dprl.experiments.sharma2025.release import ReleaseConfig
 
     for env in ("cartpole", "acrobot"):
         experts = get(f"sharma2025-{env}-experts-converged").config("paper")

@@ -6,11 +6,11 @@ from torch import nn
 from dprl.determinism import deterministic_torch, torch_generator
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.envs.episodes import UniformPolicy, simulate
-from dprl.experiments.sharma2025 import classic_experts
+from dprl.experiments.sharma2025.experts import classic_experts
 from dprl.sharma2025.datasets import record
-from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions,
-                                        Transitions, expert_transitions, greedy_returns,
-                                        make_optimizer, sample_uniform, sgd_step)
+from dprl.sharma2025.offline_rl import (DiscreteBCQ, DiscreteCQL, ExpertTransitions, Transitions,
+                                        expert_transitions, greedy_returns, make_optimizer,
+                                        sample_uniform, sgd_step)
 from dprl.sharma2025.qnetworks import (HIV_HIDDEN, PAPER_HIDDEN, Linear, QNetwork, frozen_copy,
                                        update_target)
 

@@ -1,5 +1,5 @@
 """Batched PPO experts (dprl.sharma2025.ppo) and the PPO-vs-CEM agreement comparison
-(dprl.experiments.sharma2025_ppo)."""
+(dprl.experiments.sharma2025.ppo)."""
 
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ import torch
 
 from dprl.determinism import deterministic_torch
 from dprl.envs.cartpole import CartPoleVariants
-from dprl.experiments.batches import compute_trials
-from dprl.experiments.sharma2025_ppo import (CARTPOLE_EXPERTS_PPO, CARTPOLE_PPO_AGREEMENT,
+from dprl.engine.batches import compute_trials
+from dprl.experiments.sharma2025.ppo import (CARTPOLE_EXPERTS_PPO, CARTPOLE_PPO_AGREEMENT,
                                              PPOComparisonConfig, agreement_comparison,
                                              cem_experts_of, replicated_release)
 from dprl.seeding import trial_generators

@@ -12,16 +12,16 @@ from dprl.determinism import deterministic_torch, torch_generator
 from dprl.envs.acrobot import AcrobotVariants
 from dprl.envs.episodes import simulate
 from dprl.envs.lunar_lander import DEFAULT_VARIANT, run_episodes
-from dprl.experiments.registry import get
-from dprl.experiments.sharma2025_release import members, population
-from dprl.experiments import sharma2025_training as st
+from dprl.engine.registry import get
+from dprl.experiments.sharma2025.release import members, population
+from dprl.experiments.sharma2025 import runs as sr
+from dprl.experiments.sharma2025 import training as st
 from dprl.sharma2025.accounting import dp_sgd_epsilon, selective_epsilon
 from dprl.sharma2025.dp_sgd import DPSGDConfig
 from dprl.sharma2025.evaluation import episode_returns, uniform_act
 from dprl.sharma2025.offline_rl import expert_transitions, sample_uniform
 from dprl.sharma2025.qnetworks import frozen_copy
-from dprl.sharma2025.training import (Schedule, calibrated_noise, draw_coins, make_learner,
-                                      train)
+from dprl.sharma2025.training import Schedule, calibrated_noise, draw_coins, make_learner, train
 from dprl.sharma2025.training_data import (cached_training_data, record_training_data,
                                            split_by_release)
 
@@ -154,18 +154,18 @@ def test_evaluation_matches_the_environments_own_episodes():
 
 
 def test_run_lists_follow_table3_and_skip_runs_identical_to_the_baseline():
-    cartpole = st.figure3_runs("CartPole")
+    cartpole = sr.figure3_runs("CartPole")
     ours = [r for r in cartpole if r.method == "ours"]
     assert {r.eps for r in ours} == {7.5, 10.0}   # eps = 5: eps1 = 0 and p = 1, the baseline
     visible = [r for r in ours if r.reading == "visible_coins"]
     assert len(visible) == 12 and all(0 < r.p < 1 for r in visible)
     assert sum(r.method == "dpsgd" for r in cartpole) == 18
-    acrobot = [r for r in st.figure3_runs("Acrobot") if r.method == "ours"]
+    acrobot = [r for r in sr.figure3_runs("Acrobot") if r.method == "ours"]
     assert {r.p for r in acrobot} == {0.0} and len(acrobot) == 18
-    hiv = [r for r in st.figure3_runs("HIV") if r.method == "ours" and r.algorithm == "CQL"]
+    hiv = [r for r in sr.figure3_runs("HIV") if r.method == "ours" and r.algorithm == "CQL"]
     assert {(r.eps, r.split) for r in hiv} == {(7.5, "section6"), (10.0, "section6")}
-    assert st.p_sweep_runs("Acrobot") == []
-    assert {r.p for r in st.p_sweep_runs("CartPole")} == {0.0, 0.5, 0.8, 0.9, 1.0}
+    assert sr.p_sweep_runs("Acrobot") == []
+    assert {r.p for r in sr.p_sweep_runs("CartPole")} == {0.0, 0.5, 0.8, 0.9, 1.0}
     for experiment in ("cartpole", "acrobot", "lunarlander", "hiv"):
         runs = get(f"sharma2025-{experiment}-training").config("paper").runs
         assert len(set(runs)) == len(runs)
@@ -207,9 +207,9 @@ def test_sgd_experiments_pair_adams_runs():
         assert {run.optimizer for run in runs} == {"sgd"}
         adam = [dataclasses.replace(run, optimizer="adam") for run in runs]
         long = get(f"sharma2025-{env.lower()}-long").config("paper").runs
-        assert [r for r in adam if r.method == "nonprivate"] == st.nonprivate_runs(env)
+        assert [r for r in adam if r.method == "nonprivate"] == sr.nonprivate_runs(env)
         assert [r for r in adam if r.method != "nonprivate"] == [
-            r for r in long if r.algorithm == st.ANCHORS.get(env) and r.noise_multiplier]
+            r for r in long if r.algorithm == sr.ANCHORS.get(env) and r.noise_multiplier]
     assert len(get("sharma2025-cartpole-sgd").config("paper").runs) == 9
 
 
@@ -269,7 +269,7 @@ def test_paper_noise_runs_are_the_cells_whose_pld_step_count_is_at_most_1e5():
     budget is spent") must pick the same ones, and the run's N is that PLD count."""
     from dprl.sharma2025.accounting import TABLE3, steps_for_budget
 
-    chosen = {(env, r.algorithm) for env in st.LONG_FACTORS for r in st.paper_noise_runs(env)}
+    chosen = {(env, r.algorithm) for env in sr.LONG_FACTORS for r in sr.paper_noise_runs(env)}
     assert chosen == {("CartPole", "CQL"), ("CartPole", "BCQ"), ("HIV", "CQL")}
     for row in TABLE3:
         if row.eps == 5.0 and row.p == 1.0:
@@ -283,9 +283,9 @@ def test_paper_noise_runs_are_the_cells_whose_pld_step_count_is_at_most_1e5():
 
 def test_long_cap_runs_train_four_to_five_times_the_cap():
     for env in ("Acrobot", "LunarLander", "HIV"):
-        runs = st.long_cap_runs(env)
+        runs = sr.long_cap_runs(env)
         assert {r.method for r in runs} == {"dpsgd", "ours"}
-        assert all(4 * st.STEPS[env] <= r.steps <= 5 * st.STEPS[env] for r in runs)
+        assert all(4 * sr.STEPS[env] <= r.steps <= 5 * sr.STEPS[env] for r in runs)
     config = get("sharma2025-acrobot-long").config("paper")
     assert config.schedule(80_000).evaluated_at[0] == 80_000 - 9000
 
@@ -297,14 +297,14 @@ def test_the_converged_pipeline_reads_the_converged_population():
     config = experiment.config("paper")
     assert config.converged and experiment.after == ("sharma2025-cartpole-experts-converged",)
     assert [dataclasses.replace(r, optimizer="adam") for r in config.runs] == \
-        st.nonprivate_runs("CartPole")
+        sr.nonprivate_runs("CartPole")
     assert {r.optimizer for r in config.runs} == {"sgd"}
     with pytest.raises(ValueError, match="converged"):
         st.TrainingConfig(n_trials=1, root_seed=0, env="HIV", converged=True, steps=10,
                           runs=(st.Run("CQL", "nonprivate", 1e-3, 4),))
 
 
-@pytest.mark.parametrize("env", sorted(st.STEPS_CONVERGED))
+@pytest.mark.parametrize("env", sorted(sr.STEPS_CONVERGED))
 def test_the_converged_cap_is_the_one_the_converged_curves_choose(env):
     """STEPS_CONVERGED holds what step_cap chooses from the committed converged curves, and
     the converged training runs are the first population's runs with the environment's
@@ -317,8 +317,8 @@ def test_the_converged_cap_is_the_one_the_converged_curves_choose(env):
     at = Schedule(config["steps"], config["target_every"], config["checkpoints"],
                   config["eval_episodes"], config.get("eval_window")).evaluated_at
     curves = sc.learning_curves(sc.score_runs(config["runs"], result.arrays), at)
-    assert sc.step_cap(curves, st.CAP_CANDIDATES) == st.STEPS_CONVERGED[env]
+    assert sc.step_cap(curves, sr.CAP_CANDIDATES) == sr.STEPS_CONVERGED[env]
     runs = get(f"sharma2025-{env.lower()}-training-converged").config("paper").runs
     first = get(f"sharma2025-{env.lower()}-training").config("paper").runs
-    assert {r.optimizer for r in runs} == {st.OPTIMIZER_CONVERGED[env]}
+    assert {r.optimizer for r in runs} == {sr.OPTIMIZER_CONVERGED[env]}
     assert [dataclasses.replace(r, optimizer="adam") for r in runs] == list(first)

@@ -19,7 +19,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from dprl.__main__ import main
-from dprl.experiments import dask_engine, result_paths, run, slurm
+from dprl.engine import dask_engine, slurm, slurm_options
+from dprl.experiments import result_paths, run
 from dprl.paths import REPO_ROOT
 
 EXPERIMENT = "primer-policy-evaluation"  # smoke scale: 4 trials in 2 batches, about 2 s
@@ -28,7 +29,7 @@ EXPERIMENT = "primer-policy-evaluation"  # smoke scale: 4 trials in 2 batches, a
 def test_slurm_options_set_dask_config_merged_with_the_users():
     with dask.config.set({"jobqueue.slurm.job-extra-directives": ["--qos=low"],
                           "jobqueue.slurm.scheduler-options": {"port": 8786}}):
-        assert slurm.slurm_config(["partition=debug", "Account = lab", "walltime=1-02:00",
+        assert slurm_options.slurm_config(["partition=debug", "Account = lab", "walltime=1-02:00",
                                    "job_extra_directives=--gres=gpu:1", "cores=8",
                                    "dashboard-address=:0", "memory=32GB"]) == {
             "jobqueue.slurm.queue": "debug", "jobqueue.slurm.account": "lab",
@@ -36,9 +37,9 @@ def test_slurm_options_set_dask_config_merged_with_the_users():
             "jobqueue.slurm.job-extra-directives": ["--qos=low", "--gres=gpu:1"],
             "jobqueue.slurm.scheduler-options": {"port": 8786, "dashboard_address": ":0"},
             "jobqueue.slurm.memory": "32GB"}
-    assert slurm.slurm_config(["job-extra-directives=-C a", "job-extra-directives=-C b"])[
+    assert slurm_options.slurm_config(["job-extra-directives=-C a", "job-extra-directives=-C b"])[
         "jobqueue.slurm.job-extra-directives"] == ["-C a", "-C b"]
-    assert slurm.slurm_option("death-timeout=30") == ("death-timeout", 30.0)
+    assert slurm_options.slurm_option("death-timeout=30") == ("death-timeout", 30.0)
 
 
 @pytest.mark.parametrize("option, message", [
@@ -53,7 +54,7 @@ def test_slurm_options_set_dask_config_merged_with_the_users():
 ])
 def test_a_bad_slurm_option_is_named(option, message, capsys):
     with pytest.raises(ValueError, match=message):
-        slurm.slurm_option(option)
+        slurm_options.slurm_option(option)
     with pytest.raises(SystemExit) as exit_status:
         main(["run", "--all", "--slurm", "1", "--slurm-option", option])
     assert exit_status.value.code == 2
@@ -66,22 +67,22 @@ def test_slurm_options_need_slurm(capsys):
         main(["run", "--all", "--slurm-option", "partition=debug"])
     assert "error: --slurm-option needs --slurm" in capsys.readouterr().err
     with pytest.raises(ValueError, match="options must be a sequence of KEY=VALUE strings"):
-        slurm.slurm_config("partition=debug")
+        slurm_options.slurm_config("partition=debug")
 
 
 def test_walltimes_in_every_slurm_format_and_lifetimes_that_end_before_them():
-    assert [slurm.walltime_seconds(text) for text in (
+    assert [slurm_options.walltime_seconds(text) for text in (
         "30", "05:30", "01:00:00", "2-0", "1-01:30", "0-00:00:45", "UNLIMITED", "1:2:3:4")] == [
         1800, 330, 3600, 172800, 91800, 45, None, None]
     for walltime in (60, 600, 1800, 3600, 86400, 7 * 86400):
-        lifetime, stagger = slurm.worker_lifetime(walltime)
+        lifetime, stagger = slurm_options.worker_lifetime(walltime)
         margin = walltime - lifetime - stagger  # the latest retirement, before the walltime
         assert min(walltime / 10, 10) <= margin <= 600 and lifetime - stagger > walltime / 2
-    assert slurm.worker_lifetime(3600) == (3060.0, 180.0)
+    assert slurm_options.worker_lifetime(3600) == (3060.0, 180.0)
     with pytest.raises(ValueError, match="walltime_s must be > 0"):
-        slurm.worker_lifetime(0)
+        slurm_options.worker_lifetime(0)
     with pytest.raises(ValueError, match="walltime must be a Slurm time"):
-        slurm.walltime_seconds(60)
+        slurm_options.walltime_seconds(60)
 
 
 def test_the_users_configuration_is_kept_and_dprls_added():
@@ -93,31 +94,31 @@ def test_the_users_configuration_is_kept_and_dprls_added():
             "jobqueue.slurm.walltime": "01:00:00",
             "jobqueue.slurm.worker-extra-args": ["--resources", "io=1"]}
     with dask.config.set(user):
-        options = slurm.cluster_options()
+        options = slurm_options.cluster_options()
     assert options["job_script_prologue"] == [*user["jobqueue.slurm.job-script-prologue"],
-                                              *slurm.job_script_prologue()]
+                                              *slurm_options.job_script_prologue()]
     assert (options["cores"], options["processes"], options["memory"]) == (8, 8, "64GB")
     assert options["worker_extra_args"] == ["--resources", "io=1"]
     assert options["python"] == sys.executable and options["protocol"] == "tls://"
     with dask.config.set(user):
-        assert slurm.job_lifetime() == (3060.0, 180.0, 3600.0)
+        assert slurm_options.job_lifetime() == (3060.0, 180.0, 3600.0)
     with dask.config.set({**user, "jobqueue.slurm.worker-extra-args": ["--lifetime", "50m"]}):
-        assert slurm.cluster_options()["worker_extra_args"] == ["--lifetime", "50m"]
-        assert slurm.job_lifetime() is None  # dask's: the workers retire themselves
+        assert slurm_options.cluster_options()["worker_extra_args"] == ["--lifetime", "50m"]
+        assert slurm_options.job_lifetime() is None  # dask's: the workers retire themselves
     with dask.config.set({"jobqueue.slurm.env-extra": ["source env.sh"],  # deprecated name
                           "jobqueue.slurm.walltime": None, "jobqueue.slurm.cores": None,
                           "jobqueue.slurm.memory": None, "jobqueue.slurm.processes": None}):
-        options = slurm.cluster_options()
-        assert slurm.job_lifetime() is None  # no walltime
+        options = slurm_options.cluster_options()
+        assert slurm_options.job_lifetime() is None  # no walltime
     assert options["job_script_prologue"][0] == "source env.sh"
     assert options["worker_extra_args"] == []
     assert (options["cores"], options["processes"], options["memory"]) == (1, 1, "4GB")
     with dask.config.set({"jobqueue.slurm.cores": 3, "jobqueue.slurm.processes": None,
                           "jobqueue.slurm.memory": None}):
-        assert slurm.cluster_options()["memory"] == "12GB"  # 4 GB a worker
+        assert slurm_options.cluster_options()["memory"] == "12GB"  # 4 GB a worker
     with dask.config.set({"jobqueue.slurm.cores": 8, "jobqueue.slurm.processes": 2}):
         with pytest.raises(ValueError, match="processes=2 with cores=8 .* single-threaded"):
-            slurm.cluster_options()
+            slurm_options.cluster_options()
 
 
 def test_importing_dask_jobqueue_keeps_the_ctrl_c_handler():
@@ -129,14 +130,14 @@ def test_importing_dask_jobqueue_keeps_the_ctrl_c_handler():
     outputs = [subprocess.run([sys.executable, "-c", check.format(statement)], cwd=REPO_ROOT,
                               capture_output=True, text=True, timeout=60).stdout.strip()
                for statement in ("import dask_jobqueue",
-                                 "from dprl.experiments import slurm; slurm._cluster_class()")]
+                                 "from dprl.engine import slurm; slurm._cluster_class()")]
     assert outputs == ["False", "True"]
 
 
 def test_the_job_script_has_the_users_prologue_then_dprls_and_the_options(monkeypatch):
     dask_jobqueue = pytest.importorskip("dask_jobqueue")
     monkeypatch.setattr(dask_jobqueue.SLURMCluster, "scale", lambda self, jobs: None)
-    settings = slurm.slurm_config(["partition=short", "walltime=00:20:00", "memory=6GB",
+    settings = slurm_options.slurm_config(["partition=short", "walltime=00:20:00", "memory=6GB",
                                    "job-extra-directives=--qos=debug"])
     with dask.config.set({"jobqueue.slurm.job-script-prologue": ["module load gcc"],
                           **settings}), slurm.slurm_cluster(1) as cluster:

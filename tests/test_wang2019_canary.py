@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate
 
 from dprl.experiments import get
-from dprl.experiments.audits import exact_gdp_mu, pair_epsilon
+from dprl.experiments.audits.common import exact_gdp_mu, pair_epsilon
 from dprl.mechanisms import gaussian_epsilon
 from dprl.wang2019.calibration import (Theorem5Calibration, lemma6_norm_bound,
                                        ou_rkhs_norm_squared, ou_whiten)

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from dprl.experiments.batches import compute_trials
+from dprl.engine.batches import compute_trials
 from dprl.experiments.wang2019 import FIGURE2, FIGURE2_METHODS, figure2_dqn
 from dprl.seeding import trial_generator
 from dprl.wang2019.baselines import input_perturbation_scale, train_perturbed_rewards

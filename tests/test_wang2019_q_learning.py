@@ -18,6 +18,7 @@ from dprl.seeding import trial_generator, trial_generators
 from dprl.wang2019.q_functions import MLPQ, LinearQ, tabular_q
 from dprl.wang2019.q_learning import (AUTHORS_DQN, QLearningConfig, evaluate_greedy, sweep,
                                       train)
+from dprl.wang2019 import run_paths
 from dprl.wang2019.run_paths import RunPaths
 
 #: Optimal expected return of a 50-step episode (tests/test_line_mdp.py).
@@ -134,7 +135,7 @@ def sgd_step(config, net, target, optimizer, batch, g, g_target):
                     bootstrap_truncation=True, gamma=0.9),
 ])
 def test_matches_a_plain_pytorch_dqn_with_noise_where_algorithm_1_adds_it(monkeypatch, config):
-    monkeypatch.setattr(ql, "RunPaths", FakePaths)
+    monkeypatch.setattr(run_paths, "RunPaths", FakePaths)
     sigmas = [0.0, 0.7]
     result = train(MLPQ(), config, sigmas, trial_generators(11, 2), SHORT)
     for run, sigma in enumerate(sigmas):
@@ -174,7 +175,7 @@ class CountingPaths(RunPaths):
 
 
 def test_fresh_paths_every_reset_period(monkeypatch):
-    monkeypatch.setattr(ql, "RunPaths", CountingPaths)
+    monkeypatch.setattr(run_paths, "RunPaths", CountingPaths)
     CountingPaths.calls = []
     config = QLearningConfig(n_episodes=5, batch_size=8, replay_capacity=20, reset_period=12)
     result = train(MLPQ(), config, [0.5], trial_generators(2, 1), SHORT, grid=[0.5])
@@ -204,7 +205,7 @@ def test_noise_points_count_the_states_of_the_current_paths():
 
 
 def test_separate_target_paths_reset_together(monkeypatch):
-    monkeypatch.setattr(ql, "RunPaths", CountingPaths)
+    monkeypatch.setattr(run_paths, "RunPaths", CountingPaths)
     CountingPaths.calls = []
     config = QLearningConfig(n_episodes=2, batch_size=8, reset_period=10,
                              target_noise="separate")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dprl.experiments import load
-from dprl.experiments.xie2019 import (CHAIN, ITERATIONS, TUNING, chain_trials, half_decades,
-                                      iterations_trials, tuned, tuning_trials)
+from dprl.experiments.xie2019.chain import (CHAIN, ITERATIONS, TUNING, chain_trials, half_decades,
+                                            iterations_trials, tuned, tuning_trials)
 from dprl.seeding import trial_generators
 
 
@@ -66,8 +66,8 @@ def test_tuned_steps_must_give_one_step_per_calibration_and_gtd2():
 def test_the_pld_calibrations_cover_every_setting_the_xie_chapters_run():
     """xie2019-theorem4-pld holds (eps, N, m) for every GPOPE setting of the chain, HIV and
     Mountain Car experiments (N = epochs m), so chapters look its PLD numbers up."""
-    from dprl.experiments.registry import get
-    from dprl.experiments.xie2019_calibration import SETTINGS
+    from dprl.engine.registry import get
+    from dprl.experiments.xie2019.calibration import SETTINGS
 
     wanted = set()
     for eid in ("xie2019-chain", "xie2019-hiv", "xie2019-hiv-large", "xie2019-mountain-car",

@@ -19,13 +19,13 @@ import numpy as np
 
 from dprl.balle2016 import (dp_lsl, dp_lsl_noise_scale, dp_lsw, dp_lsw_noise_scale, lsl, lsw,
                             ridge_threshold)
-from dprl.balle2016.authors_code import (authors_dp_lsl, authors_dp_lsw,
-                                        authors_lsw_noise_scale, authors_ridge_threshold)
+from dprl.balle2016.authors_code import (authors_dp_lsl, authors_dp_lsw, authors_lsw_noise_scale,
+                                         authors_ridge_threshold)
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
 from dprl.balle2016.statistics import FirstVisitSummary, stack_summaries
 from dprl.balle2016.utility import lsl_excess_risk, lsw_excess_risk
 from dprl.envs import ChainMDP
-from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.features import aggregation_features
 from dprl.policy_evaluation import weighted_rmse
 

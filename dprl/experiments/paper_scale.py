@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from dprl.experiments.registry import get
-from dprl.experiments.runner import RESULTS_DIR, result_paths
-from dprl.experiments.scaling import Task, TaskGraph, task_graph
-from dprl.experiments.storage import read_sidecar
+from dprl.engine.registry import get
+from dprl.paths import RESULTS_DIR
+from dprl.engine.results import result_paths
+from dprl.engine.scaling import Task, TaskGraph, task_graph
+from dprl.engine.storage import read_sidecar
 from dprl.tables import Table
 from dprl.validation import require_choice, require_folder, require_int
 
@@ -61,12 +62,12 @@ def _steps_for_budget(eps2: float, delta2: float, sigma: float, rate: float) -> 
 
 
 def sharma_paper_steps(env: str, run) -> int | None:
-    """The paper-scale length of a :class:`~dprl.experiments.sharma2025_training.Run` (module
+    """The paper-scale length of a :class:`~dprl.experiments.sharma2025.training.Run` (module
     docstring): the steps that spend its budget at Table 3's ``s`` (the row of its
     ``eps``, or the ``eps = 5`` row for the split ablation's other budgets) and
     ``q = p b / m``; None where the paper gives nothing to train to (non-private, ``p = 0``,
     or no ``s`` in Table 3)."""
-    from dprl.experiments.sharma2025_training import run_budget
+    from dprl.experiments.sharma2025.training import run_budget
     from dprl.sharma2025.accounting import table3_row
 
     p = 1.0 if run.method == "dpsgd" else run.p
@@ -135,7 +136,7 @@ def paper_scale_table(results_dir: Path | str = RESULTS_DIR) -> Table:
 
 
 def paper_scale_graph(results_dir: Path | str = RESULTS_DIR) -> TaskGraph:
-    """:func:`~dprl.experiments.scaling.task_graph` of the committed results with Sharma's
+    """:func:`~dprl.engine.scaling.task_graph` of the committed results with Sharma's
     training runs at their paper lengths (a batch costs its runs') and Xie's largest-m
     results at :data:`XIE_TRIALS` trials (one task per trial); the dependencies are the
     same."""

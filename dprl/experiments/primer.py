@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dprl.envs import ChainMDP, stack_trajectories
-from dprl.experiments.registry import Experiment, TrialConfig, register
+from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.features import tabular_features
 from dprl.policy_evaluation import gtd2, lstd, monte_carlo_values, rmse, td0
 

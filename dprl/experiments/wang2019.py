@@ -31,10 +31,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dprl.experiments.registry import Experiment, TrialConfig, register
-from dprl.wang2019.baselines import (BaselineResult, evaluate_table_greedy,
-                                     train_dp_sgd, train_input_perturbation,
-                                     train_output_perturbation)
+from dprl.engine.registry import Experiment, TrialConfig, register
+from dprl.wang2019.baselines import (BaselineResult, evaluate_table_greedy, train_dp_sgd,
+                                     train_input_perturbation, train_output_perturbation)
 from dprl.wang2019.calibration import READINGS, dqn_calibration
 from dprl.wang2019.lipschitz import (exact_lipschitz, finite_difference_lipschitz,
                                      spectral_lipschitz)

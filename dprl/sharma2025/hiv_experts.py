@@ -10,7 +10,7 @@ reach on two CPU cores; the book's substitute is the batch Q-learning that Ernst
 (2006) introduced with the domain, fitted Q iteration (FQI; Ernst, Geurts & Wehenkel 2005)
 with linear action values ``Q(o, a) = w_a . phi(o)`` on the polynomial features of the
 ``log10`` state (:func:`dprl.envs.hiv_features.q_features`), as
-:mod:`dprl.experiments.hiv_policy` learns Xie et al. (2019)'s HIV policy.
+:mod:`dprl.experiments.xie2019.hiv_policy` learns Xie et al. (2019)'s HIV policy.
 
 The setting's model (:mod:`dprl.sharma2025.hiv_settings`): in a noisy
 setting, *every patient at every step* gets independent Gaussian noise of s.d. ``sigma`` on

@@ -79,7 +79,7 @@ def theorem5_canary_limit(calibration: Theorem5Calibration, n_updates: int, delt
     ``||Delta f_t||_inf <= v L`` and Lipschitz constant L, ``v = 1 / beta`` (the proof's
     kernel choice, :func:`theorem5_beta`). The log-likelihood ratio of the releases is
     N(0, 1) against N(mu, 1) with ``mu = sqrt(sum_t ||Delta f_t||_H^2) / sigma`` (the module
-    docstring of :mod:`dprl.experiments.audits_wang2019`), so the supremum is ``mu =
+    docstring of :mod:`dprl.experiments.audits.wang2019`), so the supremum is ``mu =
     sqrt(T/B) norm / sigma``, norm from :func:`admissible_norm_sup`, and its exact eps at
     ``delta`` (:func:`dprl.mechanisms.gaussian_epsilon`) bounds every such audit. A supremum:
     each canary reaches less, :func:`sawtooth_canary` any fraction below 1."""

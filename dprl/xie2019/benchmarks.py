@@ -17,11 +17,11 @@ from dprl.accounting.logspace import log_abs_binom
 from dprl.benchmarking import Benchmark
 from dprl.control.linear_q import EpsilonGreedyPolicy
 from dprl.envs import ChainMDP, mountain_car_features, stack_trajectories
-from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
-                                recorded_table, stack_episodes)
+from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table, recorded_table,
+                                stack_episodes)
 from dprl.envs.mountain_car import MountainCar
-from dprl.experiments.hiv import behaviour_data
-from dprl.experiments.hiv_policy import BEHAVIOUR_TEMPERATURE, policy_weights
+from dprl.experiments.xie2019.hiv import behaviour_data
+from dprl.experiments.xie2019.hiv_policy import BEHAVIOUR_TEMPERATURE, policy_weights
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators
 from dprl.xie2019 import gpope_runs, prepare, primal_dual_descent
