@@ -137,3 +137,22 @@ def test_modules_are_short_or_say_why(name):
         assert LONG_MODULE_NOTE in " ".join(docstring.split()), (
             f"{path.relative_to(PACKAGE.parent)} has {lines} lines (> {MAX_LINES}) and its "
             f"docstring does not say why ('{LONG_MODULE_NOTE} ...')")
+
+
+def test_the_engine_finds_the_book_s_experiments_through_the_entry_point():
+    import importlib.metadata
+
+    from dprl.engine.registry import CATALOGUE_GROUP, all_experiments
+    from dprl.experiments import catalogue
+
+    (entry,) = importlib.metadata.entry_points(group=CATALOGUE_GROUP)
+    assert entry.value == catalogue.__name__
+    listed = {node.names[0].name for node in ast.parse(Path(catalogue.__file__).read_text()).body
+              if isinstance(node, ast.Import)}
+    registering = {name for name, path in modules().items()
+                   if name.startswith("dprl.experiments.")
+                   and any(call in path.read_text() for call in ("register(Experiment(",
+                                                                 "register_audit(\n"))}
+    assert registering <= listed, f"not in the catalogue: {sorted(registering - listed)}"
+    chapters = {experiment.chapter for experiment in all_experiments()}
+    assert all((PACKAGE.parent / chapter).is_file() for chapter in chapters)
