@@ -18,9 +18,6 @@ from dprl.engine.provenance import process_commit, source_digest, worker_record
 from dprl.engine.batches import Part, compute, save_batch
 from dprl.engine.results import provided_results
 
-#: The environment variable that names a running dask scheduler (``tcp://host:port``, or
-#: ``tls://host:port`` with the credentials of dask's configuration).
-
 #: The dask event topic on which a worker that refuses a batch says why (``ADDRESS: why
 #: (worker NAME)``).
 REFUSED_TOPIC = "dprl-worker-refused"

@@ -14,7 +14,6 @@ from dprl.experiments.audits.common import AuditConfig
 from dprl.sharma2025.accounting import ACCOUNTANTS, noise_for_budget
 from dprl.validation import require_choice, require_int, require_positive, require_probability
 
-#: The privacy-analysis chapter's tabular MDP: initial distribution and transitions (S, A, S).
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DPSGDAuditConfig(AuditConfig):
