@@ -8,6 +8,7 @@ in a module, lazy ones inside functions included), not from what a run happens t
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ MAX_LINES = 450
 LONG_MODULE_NOTE = "longer than 450 lines because"
 
 
+@functools.cache
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
     """Every module of ``package`` by dotted name (a package by its ``__init__``'s)."""
     found = {}
@@ -131,9 +133,10 @@ def test_the_engine_imports_no_experiment():
 @pytest.mark.parametrize("name", sorted(modules()))
 def test_modules_are_short_or_say_why(name):
     path = modules()[name]
-    lines = len(path.read_text().splitlines())
+    source = path.read_text()
+    lines = len(source.splitlines())
     if lines > MAX_LINES:
-        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+        docstring = ast.get_docstring(ast.parse(source)) or ""
         assert LONG_MODULE_NOTE in " ".join(docstring.split()), (
             f"{path.relative_to(PACKAGE.parent)} has {lines} lines (> {MAX_LINES}) and its "
             f"docstring does not say why ('{LONG_MODULE_NOTE} ...')")
@@ -149,8 +152,8 @@ def test_the_engine_finds_the_book_s_experiments_through_the_entry_point():
     assert entry.value == catalogue.__name__
     listed = {node.names[0].name for node in ast.parse(Path(catalogue.__file__).read_text()).body
               if isinstance(node, ast.Import)}
-    registering = {name for name, path in modules().items()
-                   if name.startswith("dprl.experiments.")
-                   and any(call in path.read_text() for call in ("register(Experiment(",
-                                                                 "register_audit(\n"))}
+    sources = {name: path.read_text() for name, path in modules().items()
+               if name.startswith("dprl.experiments.")}
+    registering = {name for name, source in sources.items()
+                   if "register(Experiment(" in source or "register_audit(\n" in source}
     assert registering <= listed, f"not in the catalogue: {sorted(registering - listed)}"

@@ -96,6 +96,17 @@ _STATES = {"missing": "is missing",
 class ResultNotCurrent(RuntimeError):
     """A chapter asked for a stored result that is missing, stale or corrupt."""
 
+    @classmethod
+    def of(cls, experiment_id: str, scale: str, results_dir: Path | str,
+           state: str) -> ResultNotCurrent:
+        """The error for the result in ``state`` (:func:`status`), naming the command that
+        regenerates it and how to compute it in place instead."""
+        return cls(f"the stored {scale}-scale result of {experiment_id!r} in {results_dir} "
+                   f"{_STATES[state]}. Regenerate it with:\n    "
+                   f"{regenerate_command(experiment_id, scale, results_dir)}\n"
+                   f"(or compute it here, with a progress bar: pass recompute=True, or set "
+                   f"{RECOMPUTE_ENV}=1 in the environment)")
+
 
 def regenerate_command(experiment_id: str, scale: str = "paper",
                        results_dir: Path | str = RESULTS_DIR) -> str:

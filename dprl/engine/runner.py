@@ -27,8 +27,8 @@ from tqdm import tqdm
 
 from dprl.engine.batches import compute_trials
 from dprl.engine.plan import Plan
-from dprl.engine.results import (_STATES, RECOMPUTE_ENV, Result, ResultNotCurrent, load,
-                                 recompute_requested, regenerate_command, result_paths, status)
+from dprl.engine.results import (Result, ResultNotCurrent, load, recompute_requested,
+                                 regenerate_command, result_paths, status)
 from dprl.engine.registry import get, run_order
 from dprl.engine.storage import write_sidecar
 from dprl.paths import RESULTS_DIR
@@ -172,12 +172,7 @@ def load_or_run(experiment_id: str, scale: str = "paper", recompute: bool | None
     if state == "current":
         return load(experiment_id, scale, results_dir)
     if not recompute_requested(recompute):
-        raise ResultNotCurrent(
-            f"the stored {scale}-scale result of {experiment_id!r} in {results_dir} "
-            f"{_STATES[state]}. Regenerate it with:\n    "
-            f"{regenerate_command(experiment_id, scale, results_dir)}\n"
-            f"(or compute it here, with a progress bar: pass recompute=True, or set "
-            f"{RECOMPUTE_ENV}=1 in the environment)")
+        raise ResultNotCurrent.of(experiment_id, scale, results_dir, state)
     return run(experiment_id, scale, results_dir, progress=progress)
 
 
