@@ -2,31 +2,29 @@
 off the data (:func:`place_legends`, :func:`covered_data`) and told apart
 (:func:`indistinct_entries`); no text shown below :data:`MIN_TEXT_PX` CSS pixels in the
 :data:`COLUMN_PX` column (:func:`fit_to_column`, :func:`wrap_long_labels`,
-:func:`enlarge_small_text`, measured by :func:`drawn_text` and :func:`png_width`); no texts
-drawn over each other (:func:`colliding_text`); and the smallest text recorded in the PNG
-(:func:`figure_png`), which ``make check-book`` reads.
+:func:`enlarge_small_text`, measured by :mod:`dprl.figure_drawing`, which draws a figure once
+per change); no texts drawn over each other (:func:`colliding_text`); and the smallest text
+recorded in the PNG (:func:`figure_png`), which ``make check-book`` reads.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
-import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
-from matplotlib.mathtext import MathTextParser
 from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+
+from dprl.figure_drawing import DrawnText, changed, drawn_text, laid_out, measuring, png_width
 
 _NO_MARKER = (None, "", " ", "None", "none")
 _NO_LINE = ("", " ", "None", "none")
@@ -104,13 +102,14 @@ def covers_data(box: Bbox, ax: Axes) -> bool:
 
 
 def _legend_covers(legend: Legend, ax: Axes) -> bool:
-    return covers_data(legend.get_window_extent(legend.figure.canvas.get_renderer()), ax)
+    with measuring(legend.figure):
+        return covers_data(legend.get_window_extent(legend.figure.canvas.get_renderer()), ax)
 
 
 def covered_data(fig: Figure) -> list[str]:
     """The legends of ``fig`` that cover data (:func:`covers_data`): an axes legend over its
     own axes, a figure legend over any axes; one description per legend and axes."""
-    fig.draw_without_rendering()
+    laid_out(fig)
     found = [f"the legend of axes {i} ({ax.get_title() or 'untitled'})"
              for i, ax in enumerate(fig.axes) if ax.get_legend() and _legend_covers(
                  ax.get_legend(), ax)]
@@ -123,11 +122,12 @@ def place_legends(fig: Figure) -> None:
     """Move each axes legend of ``fig`` that covers data of its axes to the first location of
     :data:`LEGEND_LOCATIONS` where it covers none, else outside the axes, right of their upper
     corner (constrained layout makes room for it)."""
-    fig.draw_without_rendering()
+    laid_out(fig)
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None or not _legend_covers(legend, ax):
             continue
+        changed(fig)
         for location in LEGEND_LOCATIONS:
             legend.set_loc(location)
             if not _legend_covers(legend, ax):
@@ -135,7 +135,7 @@ def place_legends(fig: Figure) -> None:
         else:
             legend.set_loc("upper left")
             legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
-            fig.draw_without_rendering()
+            laid_out(fig)
 
 
 #: The smallest text a reader may be given in a figure: a font size, in CSS pixels, as the book
@@ -147,67 +147,6 @@ COLUMN_PX = 672
 #: The PNG text chunk (tEXt) where :func:`figure_png` records the smallest text of the image as
 #: JSON ``{"px": its font size in image pixels, "text": its first characters}``.
 TEXT_SIZE_KEY = "dprl:smallest-text"
-_MATH = MathTextParser("path")
-
-
-@dataclass(frozen=True)
-class DrawnText:
-    """A line of text as a figure draws it: its font size in image pixels at the figure's dpi
-    (the smallest glyph's, for math: a superscript is drawn at 70 %), the line and its artist."""
-
-    px: float
-    text: str
-    artist: Text | None
-
-
-def _smallest_points(text: str, prop, ismath) -> float:
-    """The font size in points of the smallest glyph of ``text`` drawn with ``prop``."""
-    size = prop.get_size_in_points()
-    if ismath is True:
-        glyphs = _MATH.parse(text, 72, prop).glyphs
-        return min((glyph[1] for glyph in glyphs), default=size)
-    return size
-
-
-class _TextRecorder(RendererAgg):
-    """An Agg renderer that records, instead of drawing, every line of text it is given."""
-
-    def __init__(self, width: int, height: int, dpi: float) -> None:
-        super().__init__(width, height, dpi)
-        self.drawn: list[tuple[DrawnText, float]] = []  # with the nominal size in points
-
-    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None) -> None:
-        if s.strip():
-            self.drawn.append((DrawnText(_smallest_points(s, prop, ismath) * self.dpi / 72, s,
-                                         mtext), prop.get_size_in_points()))
-
-
-def drawn_text(fig: Figure) -> list[DrawnText]:
-    """Every line of text that ``fig`` draws at its dpi (tick labels of the ticks in view,
-    labels, titles, legends, annotations), with its size in image pixels."""
-    recorder = _TextRecorder(max(1, int(fig.bbox.width)), max(1, int(fig.bbox.height)), fig.dpi)
-    fig.draw(recorder)
-    # a text of several lines draws each without naming itself: found by its lines and size
-    lines: dict[tuple[str, float], Text] = {}
-    for text in fig.findobj(Text):
-        for line in text.get_text().split("\n"):
-            lines.setdefault((line, round(text.get_fontsize(), 3)), text)
-    return [drawn if drawn.artist is not None else DrawnText(
-        drawn.px, drawn.text, lines.get((drawn.text, round(points, 3))))
-        for drawn, points in recorder.drawn]
-
-
-def png_width(fig: Figure) -> int:
-    """The width in pixels of the PNG that IPython's inline backend makes of ``fig`` (at the
-    figure's dpi, cropped to its drawn parts with ``bbox_inches="tight"``), found as
-    matplotlib's ``print_figure`` finds it (a draw without rendering, the tight box padded by
-    ``savefig.pad_inches``, truncated to whole pixels) without rendering or encoding the image.
-    """
-    fig.draw_without_rendering()
-    box = fig.get_tightbbox(fig.canvas.get_renderer())
-    return int(box.padded(mpl.rcParams["savefig.pad_inches"]).width * fig.dpi)
-
-
 def display_scale(fig: Figure, column_px: float = COLUMN_PX) -> float:
     """The factor by which the book shrinks ``fig``'s image: 1 when it fits the column."""
     return min(1.0, column_px / png_width(fig))
@@ -246,6 +185,7 @@ def fit_to_column(fig: Figure, column_px: float = COLUMN_PX, rounds: int = 8) ->
             return round_ > 0
         c = column_px / width
         inches = fig.get_size_inches()
+        changed(fig)
         fig.set_size_inches(math.floor(inches[0] * c * 100) / 100,
                             math.floor(inches[1] * math.sqrt(c) * 100) / 100)
     width = png_width(fig)
@@ -289,9 +229,9 @@ def wrap_long_labels(fig: Figure, most_lines: int = 3, rounds: int = 3) -> None:
     redone around the broken labels, leaves one too long."""
     originals: dict[int, list[str]] = {}
     for _ in range(rounds):
-        fig.draw_without_rendering()
+        laid_out(fig)
         renderer = fig.canvas.get_renderer()
-        changed = False
+        wrapped = False
         for ax in fig.axes:
             titles = [getattr(ax, name, None) for name in ("title", "_left_title", "_right_title")]
             for text, room, size in (
@@ -307,10 +247,11 @@ def wrap_long_labels(fig: Figure, most_lines: int = 3, rounds: int = 3) -> None:
                 words = originals.setdefault(id(text), _words(shown))
                 for lines in range(shown.count("\n") + 2, min(most_lines, len(words)) + 1):
                     text.set_text(_wrapped(words, lines))
-                    changed = True
+                    changed(fig)
+                    wrapped = True
                     if getattr(text.get_window_extent(renderer), size) <= room:
                         break
-        if not changed:
+        if not wrapped:
             return
 
 
@@ -334,6 +275,7 @@ def enlarge_small_text(fig: Figure, min_px: float = MIN_TEXT_PX, column_px: floa
             needed[key] = (drawn.artist, max(size, needed.get(key, (None, 0.0))[1]))
         if not needed:
             return
+        changed(fig)
         ticks = _tick_label_axes(fig)
         axes_sizes: dict[tuple, float] = {}
         for key, (artist, size) in needed.items():
@@ -369,8 +311,12 @@ def colliding_text(fig: Figure) -> list[tuple[str, str]]:
     """Pairs of texts of ``fig`` drawn over each other: neighbouring tick labels of one axis
     ("10000" over "20000" in a narrow panel, labels of several lines included) or the titles
     of two axes."""
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    laid_out(fig)
+    with measuring(fig):
+        return _colliding_text(fig, fig.canvas.get_renderer())
+
+
+def _colliding_text(fig: Figure, renderer) -> list[tuple[str, str]]:
     pairs = []
     for ax in fig.axes:
         for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):

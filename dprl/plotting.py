@@ -27,6 +27,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from dprl.figure_drawing import drawn_once_per_change
 from dprl.figure_layout import (COLUMN_PX, colliding_text, covered_data, enlarge_small_text,
                                  fit_to_column, indistinct_entries, place_legends, png_width,
                                  record_text_sizes, small_text, wrap_long_labels)
@@ -327,6 +328,14 @@ def show(fig: Figure) -> None:
     pairs = indistinct_entries(fig)
     if pairs:
         raise ValueError(f"fig: legend entries drawn alike (same colour and marker): {pairs}")
+    with drawn_once_per_change(fig):
+        _fit(fig)
+        record_text_sizes()
+        plt.show()
+
+
+def _fit(fig: Figure) -> None:
+    """:func:`show`'s changes and checks of ``fig``."""
     shrunk = False
     for _ in range(2):  # again when a legend moved outside its axes widened the image
         shrunk = fit_to_column(fig) or shrunk
@@ -343,5 +352,3 @@ def show(fig: Figure) -> None:
     if colliding:
         raise ValueError(f"fig: text drawn over other text: {colliding[:3]} (fewer panels per "
                          f"row, fewer tick labels or shorter titles)")
-    record_text_sizes()
-    plt.show()

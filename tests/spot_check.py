@@ -110,7 +110,7 @@ def spot_check(sidecar, family: str) -> None:
     n_trials = load(experiment).provenance["n_trials"]
     index = int(np.random.default_rng([SPOT_SEED, len(experiment)]).integers(n_trials))
     where = "here"
-    if family in OTHER_VENDOR_FAMILIES and vendors.available():
+    if recomputed_for_the_other_vendor(sidecar) and vendors.available():
         where = f"with MKL taking {vendors.other_vendor()}'s code"
         problems = recompute_for_the_other_vendor({experiment: index})[experiment]
     else:
@@ -118,13 +118,24 @@ def spot_check(sidecar, family: str) -> None:
     assert problems == [], f"trial {index}, computed {where} (DPRL_SPOT_SEED={SPOT_SEED})"
 
 
-#: Families whose drawn trial is recomputed in a process where MKL takes the other CPU
-#: vendor's code (dprl.vendors; on this AMD machine: Intel's), against the committed bits made
+#: Families whose drawn trial (and results whose drawn trial, below) is recomputed in a
+#: process where MKL takes the other CPU vendor's code (dprl.vendors; on this AMD machine: Intel's), against the committed bits made
 #: on AMD: the torch results, whose vector math MKL chooses by vendor. One recomputation
 #: checks both promises: the bits are the committed ones, and they do not depend on the vendor
 #: (test_vendor_bits.py shows that MKL's vector math is the same here and there, element by
 #: element, so a native recomputation would repeat this one).
 OTHER_VENDOR_FAMILIES = ("sharma2025_training",)
+#: The audits whose trials run torch (expert-level DP-SGD), recomputed the same way.
+TORCH_AUDITS = ("audit-sharma2025-dp-sgd", "audit-sharma2025-selective",
+                "audit-sharma2025-one-run", "audit-sharma2025-one-run-pilot")
+
+
+def recomputed_for_the_other_vendor(sidecar) -> bool:
+    """Whether the spot-check recomputes the result's trial where MKL takes the other
+    vendor's code: the torch results (:data:`OTHER_VENDOR_FAMILIES`, :data:`TORCH_AUDITS`)."""
+    experiment = experiment_id(sidecar)
+    return experiment in TORCH_AUDITS or any(
+        experiment.startswith(FAMILIES[family]) for family in OTHER_VENDOR_FAMILIES)
 
 #: Recomputes one trial of each result named ``id=index`` alone and prints, for each, the
 #: disagreements with the committed result (JSON).

@@ -246,7 +246,8 @@ def _wide_log_figure(width: float = 12.0, legend_size: float = 7.0) -> plt.Figur
 
 
 def test_drawn_text_is_measured_in_image_pixels_with_exponents_at_their_own_size():
-    from dprl.figure_layout import drawn_text, smallest_text
+    from dprl.figure_drawing import drawn_text
+    from dprl.figure_layout import smallest_text
     fig = _wide_log_figure()
     sizes = {drawn.text: drawn.px for drawn in drawn_text(fig)}
     assert sizes["a title"] == pytest.approx(11 * 100 / 72)  # axes.titlesize at figure.dpi
@@ -257,8 +258,8 @@ def test_drawn_text_is_measured_in_image_pixels_with_exponents_at_their_own_size
 
 
 def test_a_wide_figure_is_fitted_to_the_column_and_its_small_text_raised():
-    from dprl.figure_layout import (COLUMN_PX, MIN_TEXT_PX, display_scale, drawn_text,
-                                    fit_to_column, png_width, small_text)
+    from dprl.figure_drawing import drawn_text, png_width
+    from dprl.figure_layout import COLUMN_PX, MIN_TEXT_PX, display_scale, fit_to_column, small_text
     fig = _wide_log_figure(legend_size=4.0)
     assert png_width(fig) > 1000 and display_scale(fig) < 0.6
     assert min(size for size, _ in small_text(fig)) < 0.6 * MIN_TEXT_PX
@@ -388,12 +389,88 @@ def test_tick_labels_or_titles_drawn_over_each_other_are_refused():
 def test_png_width_is_the_width_of_the_image_ipython_makes(layout, width):
     """png_width finds the width without rendering: it must equal the PNG's own."""
     from IPython.core.pylabtools import print_figure
-    from dprl.figure_layout import png_width
+    from dprl.figure_drawing import png_width
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.1), layout=layout)
     for ax in axes:
         ax.plot([1, 10, 1e5], [0, 1, 2])
         ax.set_title("a title of some length")
     fig.legend(["a line"], loc="outside lower center" if layout else "lower center")
+    width = png_width(fig)  # measured before the PNG is made, as show() measures
     image = print_figure(fig, "png", bbox_inches="tight")
-    assert png_width(fig) == int.from_bytes(image[16:20], "big")
+    assert width == int.from_bytes(image[16:20], "big")
     plt.close(fig)
+
+
+def _counting_draws(monkeypatch) -> list:
+    """Figure.draw patched to count its calls (one entry per draw)."""
+    from matplotlib.figure import Figure
+    draws, draw = [], Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(fig) or draw(
+        fig, renderer))
+    return draws
+
+
+def test_an_unchanged_figure_is_drawn_once_for_all_its_measurements(monkeypatch):
+    from dprl.figure_drawing import drawn_once_per_change, drawn_text, png_width
+    from dprl.figure_layout import colliding_text, covered_data, place_legends, small_text
+    draws = _counting_draws(monkeypatch)
+    fig = _wide_log_figure()
+    with drawn_once_per_change(fig):
+        first = (png_width(fig), [d.text for d in drawn_text(fig)])
+        for _ in range(3):
+            place_legends(fig), covered_data(fig), colliding_text(fig), small_text(fig)
+            assert (png_width(fig), [d.text for d in drawn_text(fig)]) == first
+    assert len(draws) == 1
+    png_width(fig), drawn_text(fig)  # outside: every measurement draws
+    assert len(draws) == 3
+    plt.close(fig)
+
+
+_MATH_LABEL = r"$\alpha \|\mu_X - \mu_{X'}\|_2 / \sigma_X$ (needs $\leq 1$)"
+
+
+def _needs_every_change() -> list[plt.Figure]:
+    """Figures that show() must shrink, enlarge text in (an axis label with math among
+    them: its font size does not mark the figure stale), wrap labels of and move legends
+    in."""
+    wide = _wide_log_figure(legend_size=4.0)
+    wide.axes[1].set_xlabel("a long label of the right-hand panel that wraps once shrunk")
+    math_label, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([0, 1], [0, 1], **style("LSTD"))
+    ax.set_xlabel(_MATH_LABEL, fontsize=5)
+    covering, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(np.linspace(0, 1, 50), np.linspace(1, 0, 50) ** 0.1, **style("LSTD"))
+    ax.legend(loc="upper left")
+    return [wide, math_label, covering]
+
+
+def _state(fig: plt.Figure) -> tuple:
+    """What show() may change in ``fig``, and the PNG IPython makes of it."""
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.text import Text
+    return (tuple(fig.get_size_inches()),
+            [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)],
+            [(ax.get_legend()._loc if ax.get_legend() else None) for ax in fig.axes],
+            print_figure(fig, "png", bbox_inches="tight"))
+
+
+def test_show_makes_the_figures_it_made_drawing_anew_for_every_measurement(monkeypatch):
+    """show() drawing once per change leaves each figure as show() drawing for every
+    measurement leaves it: size, texts, font sizes, legend places, the PNG's bytes."""
+    import contextlib
+
+    import dprl.plotting
+    use_book_style()
+    monkeypatch.setattr(plt, "show", lambda: None)
+    once = [show(fig) or _state(fig) for fig in _needs_every_change()]
+    draws = _counting_draws(monkeypatch)
+    monkeypatch.setattr(dprl.plotting, "drawn_once_per_change",
+                        lambda fig: contextlib.nullcontext())
+    anew = [show(fig) or _state(fig) for fig in _needs_every_change()]
+    assert len(draws) > 30
+    assert once == anew
+    assert once[0][0][0] < 12  # shrunk
+    assert dict(once[1][1])[_MATH_LABEL] > 5  # enlarged
+    assert any("\n" in text for text, _ in once[0][1])  # wrapped
+    assert once[2][2] != [2]  # the legend left the upper left corner
+    plt.close("all")

@@ -8,11 +8,10 @@ settings (:mod:`dprl.floating_point`),
   so the stand-in works and the tests can fail;
 - a training trial of Sharma et al.'s learners has the same bits for both vendors and two
   oneDNN instruction sets, and other bits under the earlier pin;
-- every torch audit recomputes a random trial to the committed bits. The training family's
-  results (training runs, learning curves; the longer runs and LunarLander's and HIV's with
-  ``DPRL_SPOT_HEAVY=1`` or their data cached) are recomputed the same way by their spot-check
-  (:data:`spot_check.OTHER_VENDOR_FAMILIES`); with ``DPRL_SPOT_HEAVY=1`` also every float32
-  input of ``exp``, ``log`` and ``sqrt``.
+- the torch results (the training family's training runs, learning curves, longer runs; the
+  torch audits) are recomputed this way, a random trial of each drawn one, by their
+  spot-check (:func:`spot_check.recomputed_for_the_other_vendor`); with
+  ``DPRL_SPOT_HEAVY=1`` also every float32 input of ``exp``, ``log`` and ``sqrt``.
 """
 
 from __future__ import annotations
@@ -20,12 +19,9 @@ from __future__ import annotations
 import functools
 import json
 
-import numpy as np
 import pytest
-from spot_check import (HEAVY, OTHER_VENDOR_FAMILIES, SPOT_SEED, family_results,
-                        recompute_for_the_other_vendor)
+from spot_check import HEAVY, TORCH_AUDITS, family_results, recomputed_for_the_other_vendor
 
-from dprl.experiments import load, status
 from dprl.vendors import INTEL, available, other_vendor, run_python, training_trial
 
 #: The stand-in works where MKL is pinned (x86-64-v3) and a C compiler builds it.
@@ -143,11 +139,7 @@ def test_torch_s_own_products_change_with_mkl_s_branch():
             != trial_digest("vendor", False, MKL_CBWR="COMPATIBLE"))
 
 
-#: The audits whose trials run torch (expert-level DP-SGD); the training family's results
-#: (training runs, learning curves, longer runs) are recomputed for the other vendor by their
-#: spot-check (spot_check.OTHER_VENDOR_FAMILIES).
-TORCH_AUDITS = ("audit-sharma2025-dp-sgd", "audit-sharma2025-selective",
-                "audit-sharma2025-one-run", "audit-sharma2025-one-run-pilot")
+#: The results whose trials run torch.
 TORCH_RESULTS = family_results("sharma2025_training") + [
     sidecar for sidecar in family_results("audits") if sidecar.stem in TORCH_AUDITS]
 
@@ -165,19 +157,7 @@ def test_the_torch_results_are_the_ones_running_torch():
                 or machine["cpu"]["vendor"] != INTEL), sidecar.stem
     assert len(TORCH_RESULTS) == len(family_results("sharma2025_training")) + len(TORCH_AUDITS)
     assert len(TORCH_RESULTS) >= 12 + len(TORCH_AUDITS)      # four environments, three kinds
-    assert "sharma2025_training" in OTHER_VENDOR_FAMILIES
-
-
-def test_every_torch_audit_recomputes_a_random_trial_for_the_other_vendor():
-    trials = {}
-    for experiment in TORCH_AUDITS:
-        assert status(experiment) == "current", experiment
-        n_trials = load(experiment).provenance["n_trials"]
-        trials[experiment] = int(np.random.default_rng([SPOT_SEED, len(experiment), 1])
-                                 .integers(n_trials))
-    problems = recompute_for_the_other_vendor(trials)  # one process: one start-up
-    assert problems == {experiment: [] for experiment in TORCH_AUDITS}, (
-        f"{other_vendor()}: trials {trials} (DPRL_SPOT_SEED={SPOT_SEED}): {problems}")
+    assert all(recomputed_for_the_other_vendor(sidecar) for sidecar in TORCH_RESULTS)
 
 
 #: Every float32 input of exp, log and sqrt, in blocks of 2^24: prints {name: sha256}.

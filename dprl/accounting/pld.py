@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
-from dp_accounting import NeighboringRelation
 from dp_accounting.pld import common, pld_pmf, privacy_loss_mechanism
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy import fft
 
+from dprl.accounting.gaussian_profile import hockey_stick
 from dprl.validation import require_delta, require_int, require_positive, require_probability
 
 #: dp-accounting's ``PLDAccountant`` defaults: loss grid and tail mass dropped by composition.
@@ -146,12 +146,23 @@ def _evict_fft_plans() -> None:
 @lru_cache(maxsize=4)
 def _step_pmfs(noise: float, rate: float) -> tuple[pld_pmf.PLDPmf, ...]:
     """One step's PLD as dp-accounting's ``PLDAccountant`` builds it (remove, and add unless
-    ``rate = 1``), kept for the next calls: a search over the number of steps builds it once
-    (seconds near :data:`MAX_STEP_BINS`). Composition leaves it unchanged."""
-    step = pld_lib.from_gaussian_mechanism(
-        standard_deviation=noise, value_discretization_interval=_DISCRETIZATION,
-        sampling_prob=rate, neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
-    return (step._pmf_remove,) if step._symmetric else (step._pmf_remove, step._pmf_add)
+    ``rate = 1``; ``from_gaussian_mechanism``'s connect-the-dots PMFs, the same bits, with
+    the profile of :func:`~dprl.accounting.gaussian_profile.hockey_stick`), kept for the
+    next calls: a search over the number of steps builds it once. Composition leaves it
+    unchanged."""
+    losses = _gaussian_losses(noise, rate)
+    return tuple(_connect_dots_pmf(loss) for loss in (losses[:1] if rate == 1 else losses))
+
+
+def _connect_dots_pmf(loss: privacy_loss_mechanism.GaussianPrivacyLoss) -> pld_pmf.PLDPmf:
+    """dp-accounting's pessimistic connect-the-dots PMF of ``loss`` on its grid (Doroshenko
+    et al. 2022, Alg. 1; ``_create_pld_pmf_from_monotone_privacy_loss``)."""
+    bounds = loss.connect_dots_bounds()
+    lower = math.floor(bounds.epsilon_lower / _DISCRETIZATION)
+    upper = math.ceil(bounds.epsilon_upper / _DISCRETIZATION)
+    return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(
+        _DISCRETIZATION, lower, upper,
+        hockey_stick(loss, np.arange(lower, upper + 1) * _DISCRETIZATION))
 
 
 def _gaussian_losses(noise: float, rate: float) -> tuple:
@@ -302,8 +313,7 @@ def _profiles(noise: float, rate: float, epsilons: np.ndarray) -> np.ndarray:
     """``(2, n)``: the exact hockey-stick divergences ``H_{e^eps}(P || Q)`` of dp-accounting's
     remove pair ``(P, Q) = ((1 - q) N(0, s^2) + q N(1, s^2), N(0, s^2))`` and of its add pair
     (the reverse order) at ``epsilons``."""
-    return np.stack([np.asarray(loss.get_delta_for_epsilon(epsilons))
-                     for loss in _gaussian_losses(noise, rate)])
+    return np.stack([hockey_stick(loss, epsilons) for loss in _gaussian_losses(noise, rate)])
 
 
 def replace_one_profile(noise_multiplier: float, sampling_rate: float,
