@@ -78,7 +78,7 @@ book: $(STAMP)
 	$(PINNED) $(BIN)/jupyter-book build . -W --keep-going --all
 
 test: $(STAMP) $(XSTAMP)
-	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval \
+	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
 # The spot-checks of the results whose trials take minutes and ~10 GB each (left out of `make

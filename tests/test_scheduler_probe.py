@@ -63,7 +63,9 @@ def test_a_closed_port_and_an_address_that_is_none_are_refused():
 
 
 def test_the_cli_names_a_bad_scheduler_in_one_line_and_fails_fast():
-    listener, address = _server(None)
+    """The CLI's path (a server that stays silent is named after the probe's timeout, shown
+    above with a shorter one)."""
+    listener, address = _server(b"HTTP/1.1 400 Bad Request\r\n\r\n")
     try:
         for value in ("notanaddress", address):
             start = time.monotonic()
