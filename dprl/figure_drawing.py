@@ -3,7 +3,7 @@
 Fitting a figure measures it many times over (its PNG's width, the text it draws, where its
 legends and labels lie), and every measurement needs the figure laid out by a draw
 (constrained layout runs in the draw). A draw costs a tenth of a second to a second; drawing
-anew for each measurement cost the book's chapters half their time. Within
+anew for each measurement took about 60 % of the time of chapters with many figures. Within
 :func:`drawn_once_per_change`, :func:`laid_out` draws a figure only when it changed since its
 last draw: when :mod:`dprl.figure_layout` changed it (:func:`changed`) or matplotlib marked it
 *stale* (not every artist tells its figure: an axis label's new font size does not); the

@@ -4,18 +4,20 @@ for a whole grid of epsilons at once.
 dp-accounting's ``GaussianPrivacyLoss.get_delta_for_epsilon`` (the hockey-stick divergence
 ``H_{e^eps}(mu_upper || mu_lower) = mu_upper_cdf(x) - e^eps mu_lower_cdf(x)`` at the cut-off
 ``x = inverse_privacy_loss(eps)``, Meiser & Mohammadi 2018; Doroshenko et al. 2022, Obs. 1)
-finds each cut-off in a Python loop, some 3 microseconds a point: about 60 % of building a
-connect-the-dots PLD of the book's settings (hundreds of thousands of points). The cut-off of
-the subsampled Gaussian has a closed form (remove order, sensitivity ``D``, noise ``s``,
-sampling probability ``q``)
+finds each cut-off in a Python loop, some 3 microseconds a point: about 60 % of an epsilon
+evaluation of GPOPE's settings (a connect-the-dots PLD of up to hundreds of thousands of
+points, built and composed). The cut-off of the subsampled Gaussian has a closed form
+(sensitivity ``D``, noise ``s``, sampling probability ``q``,
+``L(eps) = log(1 + (e^eps - 1) / q)``)
 
-    L(eps) = log(1 + (e^eps - 1) / q),    x(eps) = -D / 2 - L(eps) s^2 / D,
+    remove order:  x = -D / 2 - L(eps) s^2 / D,
+    add order:     x =  D / 2 + L(-eps) s^2 / D,
 
-and the add order's is ``x = D + x_remove(-L(-eps))``. :func:`hockey_stick` evaluates it with
-numpy's elementwise operations in dp-accounting's order of operations, so every delta has
-the same bits as dp-accounting's (``tests/test_gaussian_profile.py`` compares them bit for
-bit); grids touching the library's special cases (no subsampling, a cut-off at the
-boundary ``log(1 - q)``) are left to the library itself.
+and :func:`hockey_stick` evaluates it with numpy's elementwise operations in dp-accounting's
+order of operations, so every delta has the same bits as dp-accounting's
+(``tests/test_gaussian_profile.py`` compares them bit for bit); grids touching the library's
+special cases (no subsampling, a cut-off at the boundary ``log(1 - q)``) are left to the
+library itself.
 """
 
 from __future__ import annotations
