@@ -122,8 +122,8 @@ def spot_check(sidecar, family: str) -> None:
 
 
 #: Families whose drawn trial (and results whose drawn trial, below) is recomputed in a
-#: process where MKL takes the other CPU vendor's code (dprl.vendors; on this AMD machine: Intel's), against the committed bits made
-#: on AMD: the torch results, whose vector math MKL chooses by vendor. One recomputation
+#: process where MKL takes the other CPU vendor's code (dprl.vendors; on this AMD machine:
+#: Intel's), against the committed bits made on AMD: the torch results, whose vector math MKL chooses by vendor. One recomputation
 #: checks both promises: the bits are the committed ones, and they do not depend on the vendor
 #: (test_vendor_bits.py shows that MKL's vector math is the same here and there, element by
 #: element, so a native recomputation would repeat this one).
@@ -139,6 +139,7 @@ def recomputed_for_the_other_vendor(sidecar) -> bool:
     experiment = experiment_id(sidecar)
     return experiment in TORCH_AUDITS or any(
         experiment.startswith(FAMILIES[family]) for family in OTHER_VENDOR_FAMILIES)
+
 
 #: Recomputes one trial of each result named ``id=index`` alone and prints, for each, the
 #: disagreements with the committed result (JSON).

@@ -157,9 +157,7 @@ def _step_pmfs(noise: float, rate: float) -> tuple[pld_pmf.PLDPmf, ...]:
 def _connect_dots_pmf(loss: privacy_loss_mechanism.GaussianPrivacyLoss) -> pld_pmf.PLDPmf:
     """dp-accounting's pessimistic connect-the-dots PMF of ``loss`` on its grid (Doroshenko
     et al. 2022, Alg. 1; ``_create_pld_pmf_from_monotone_privacy_loss``)."""
-    bounds = loss.connect_dots_bounds()
-    lower = math.floor(bounds.epsilon_lower / _DISCRETIZATION)
-    upper = math.ceil(bounds.epsilon_upper / _DISCRETIZATION)
+    lower, upper = _grid_range(loss)
     return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(
         _DISCRETIZATION, lower, upper,
         hockey_stick(loss, np.arange(lower, upper + 1) * _DISCRETIZATION))
@@ -174,19 +172,21 @@ def _gaussian_losses(noise: float, rate: float) -> tuple:
                                    privacy_loss_mechanism.AdjacencyType.ADD))
 
 
-def _grid_ranges(noise: float, rate: float) -> list[tuple[float, float]]:
-    """Per order (:func:`_gaussian_losses`), the grid indices ``(lowest, highest)`` that
-    dp-accounting's connect-the-dots construction spans for one step, from the loss bounds
-    alone; ``(-inf, inf)`` where the loss overflows (noise far too small)."""
-    ranges = []
+def _grid_range(loss: privacy_loss_mechanism.GaussianPrivacyLoss) -> tuple[float, float]:
+    """The grid indices ``(lowest, highest)`` that dp-accounting's connect-the-dots
+    construction spans for ``loss``, from its loss bounds alone; ``(-inf, inf)`` where the
+    loss overflows (noise far too small)."""
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        for loss in _gaussian_losses(noise, rate):
-            bounds = loss.connect_dots_bounds()
-            ranges.append((math.floor(bounds.epsilon_lower / _DISCRETIZATION),
-                           math.ceil(bounds.epsilon_upper / _DISCRETIZATION))
-                          if math.isfinite(bounds.epsilon_upper - bounds.epsilon_lower)
-                          else (-math.inf, math.inf))
-    return ranges
+        bounds = loss.connect_dots_bounds()
+        if not math.isfinite(bounds.epsilon_upper - bounds.epsilon_lower):
+            return -math.inf, math.inf
+        return (math.floor(bounds.epsilon_lower / _DISCRETIZATION),
+                math.ceil(bounds.epsilon_upper / _DISCRETIZATION))
+
+
+def _grid_ranges(noise: float, rate: float) -> list[tuple[float, float]]:
+    """:func:`_grid_range` of each order (:func:`_gaussian_losses`) of one step."""
+    return [_grid_range(loss) for loss in _gaussian_losses(noise, rate)]
 
 
 def _step_bins(noise: float, rate: float) -> int:
