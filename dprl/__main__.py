@@ -261,7 +261,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("name", nargs="*", type=_benchmark_name,
                        help="benchmarks to run, from the list below (default: all)")
     bench.add_argument("--quick", action="store_true",
-                       help="small sizes, for tests (too small to decide the speed goals)")
+                       help="small sizes, each timed once, for tests (too small to decide the "
+                       "speed goals)")
     bench.set_defaults(func=_bench)
     commands.add_parser("env", help="the floating-point settings that make results the same "
                         "bits on every x86-64-v3 machine, as NAME=value words for env",

@@ -57,11 +57,13 @@ def _verdict(goal: float | None, value: float, at_least: bool, quick: bool) -> s
 
 
 def _run_ratio(bench: Benchmark, quick: bool) -> dict[str, float]:
-    size = bench.quick_size if quick else bench.size
+    """The benchmark's best time of each side and their ratio; ``quick``: at its quick size,
+    timed once (a check that it runs, not a measurement)."""
+    size, repeats = (bench.quick_size, 1) if quick else (bench.size, bench.repeats)
     if bench.setup is not None:
         bench.setup(size)
-    candidate = best_time(bench.candidate, size, bench.repeats)
-    reference = best_time(bench.reference, size, bench.repeats)
+    candidate = best_time(bench.candidate, size, repeats)
+    reference = best_time(bench.reference, size, repeats)
     speedup = reference / candidate
     print(f"{bench.name}: {bench.description}\n  {size} {bench.unit}: candidate {candidate:.3g} "
           f"s, reference {reference:.3g} s, speed-up x{speedup:.3g}"

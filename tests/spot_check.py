@@ -30,9 +30,11 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
             "wang2019": ("wang2019-",), "audits": ("audit-",),
             "sharma2025_experts": tuple(f"sharma2025-{env}-experts"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv")),
+            # releases, the experts' agreement, and the Sec. 3.2 group attack's accounting
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
-            + ("sharma2025-agreement", "sharma2025-cartpole-ppo-agreement"),
+            + ("sharma2025-agreement", "sharma2025-cartpole-ppo-agreement",
+               "sharma2025-group-attack"),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
                 f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")

@@ -48,9 +48,11 @@ def test_overhead_benchmark_reports_an_upper_goal(capsys):
 
 
 def test_xie_calibration_and_hiv_benchmarks_do_equivalent_work():
-    for name, rtol in (("gpope-calibration-wbk9", 1e-12), ("gpope-calibration-wbk27", 1e-7)):
+    # dp-accounting's per-order loops take about 3 s a curve: one noise multiplier there
+    for name, rtol, curves in (("gpope-calibration-wbk9", 1e-12, 2),
+                               ("gpope-calibration-wbk27", 1e-7, 1)):
         bench = BENCHMARKS[name]
-        for ours, theirs in zip(bench.candidate(2), bench.reference(2), strict=True):
+        for ours, theirs in zip(bench.candidate(curves), bench.reference(curves), strict=True):
             np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=0)
     hiv = BENCHMARKS["hiv-behaviour-data"]
     batched, ratios = hiv.candidate(2)

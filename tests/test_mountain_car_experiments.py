@@ -13,7 +13,8 @@ from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table,
 from dprl.experiments import load, status
 from dprl.experiments.xie2019.mountain_car import (LARGE, MOUNTAIN_CAR, N_PANEL, TUNING,
                                                    MountainCarConfig, cell_features, dp_lsw_theta,
-                                                   importance_ratios, mountain_car_trials, tuned)
+                                                   mountain_car_trials, tuned)
+from dprl.experiments.xie2019.mountain_car_reference import importance_ratios
 from dprl.seeding import trial_generators
 from dprl.xie2019 import prepare
 from dprl.xie2019.baselines import (episode_statistics, lstd, prepared_least_squares,

@@ -11,12 +11,12 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from scipy.stats import chisquare
 
 from dprl.accounting.epsilon import poisson_subsampled_gaussian_epsilon
+from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.seeding import trial_generators
 from dprl.sharma2025.cem import CEMSettings, episode_returns, train_experts
 from dprl.sharma2025.datasets import record
-from dprl.sharma2025.expert_level import (aligned_group_epsilon, group_privacy,
-                                          poisson_gaussian_epsilon)
+from dprl.sharma2025.expert_level import aligned_group_epsilon, group_privacy
 from dprl.sharma2025.experts import (ExpertPopulation, pmin_levels, pmin_log_probabilities,
                                      sample_pmin_actions)
 from dprl.sharma2025.mlp_policies import TanhPolicies, n_parameters

@@ -85,6 +85,18 @@ def status(experiment_id: str, scale: str = "paper",
     return "current" if current else "stale"
 
 
+def current_arrays(experiment_id: str, results_dir: Path | str = RESULTS_DIR
+                   ) -> dict[str, np.ndarray]:
+    """The arrays of the stored paper-scale result of ``experiment_id``, read as another
+    experiment's input (an evaluated policy, experts, a reference problem): it must be
+    current, else a ``ValueError`` names its state and the command that regenerates it."""
+    state = status(experiment_id, "paper", results_dir)
+    if state != "current":
+        raise ValueError(f"the stored {experiment_id} result {_STATES[state]}; run: "
+                         f"{regenerate_command(experiment_id, 'paper', results_dir)}")
+    return load(experiment_id, "paper", results_dir).arrays
+
+
 RECOMPUTE_ENV = "DPRL_RECOMPUTE"
 
 

@@ -8,6 +8,7 @@ import dprl.experiments.xie2019.chain  # noqa: F401
 import dprl.experiments.xie2019.theory  # noqa: F401
 import dprl.experiments.xie2019.calibration  # noqa: F401
 import dprl.experiments.xie2019.mountain_car_policy  # noqa: F401
+import dprl.experiments.xie2019.mountain_car_reference  # noqa: F401
 import dprl.experiments.xie2019.mountain_car  # noqa: F401
 import dprl.experiments.xie2019.hiv_policy  # noqa: F401
 import dprl.experiments.xie2019.hiv  # noqa: F401
@@ -16,6 +17,7 @@ import dprl.experiments.sharma2025.experts  # noqa: F401
 import dprl.experiments.sharma2025.release  # noqa: F401
 import dprl.experiments.sharma2025.runs  # noqa: F401
 import dprl.experiments.sharma2025.ppo  # noqa: F401
+import dprl.experiments.sharma2025.group_attack  # noqa: F401
 import dprl.experiments.audits.common  # noqa: F401
 import dprl.experiments.audits.balle2016  # noqa: F401
 import dprl.experiments.audits.xie2019  # noqa: F401

@@ -23,7 +23,6 @@ from scipy.special import ndtr
 from scipy.stats import binom
 
 from dprl.accounting.pld import pmf_pair_epsilon
-from dprl.accounting.pld import poisson_gaussian_epsilon  # noqa: F401 (used by chapters)
 from dprl.validation import (require_delta, require_epsilon, require_int, require_positive,
                              require_probability)
 

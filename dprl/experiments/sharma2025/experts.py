@@ -35,7 +35,7 @@ from dprl.envs.acrobot import AcrobotVariants
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.engine.batches import compute_trials
 from dprl.engine.registry import Experiment, TrialConfig, register
-from dprl.engine.results import load, status
+from dprl.engine.results import current_arrays
 from dprl.seeding import trial_index
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.lunar_lander import LanderVariant
@@ -158,10 +158,7 @@ def result_arrays(experiment: Experiment, scale: str) -> dict[str, np.ndarray]:
     if scale != "paper":
         config = experiment.config(scale)
         return compute_trials(experiment, config, range(config.n_trials))
-    if status(experiment.id) != "current":
-        raise ValueError(f"the committed {experiment.id} result is {status(experiment.id)}; "
-                         f"run: python -m dprl run {experiment.id} --scale paper")
-    return load(experiment.id).arrays
+    return current_arrays(experiment.id)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -32,7 +32,7 @@ from dprl.envs.episodes import UniformPolicy
 from dprl.envs.hiv import HIVEpisodes, HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.engine.registry import Experiment, TrialConfig, register
-from dprl.engine.results import load, status
+from dprl.engine.results import current_arrays
 from dprl.seeding import trial_generator
 from dprl.validation import require_positive, require_probability
 
@@ -153,10 +153,7 @@ def policy_weights(scale: str) -> np.ndarray:
     if scale != "paper":
         config = POLICY.config(scale)
         return learn_policy(config, trial_generator(config.root_seed, 0))["weights"]
-    if status(POLICY.id) != "current":
-        raise ValueError(f"the committed {POLICY.id} result is {status(POLICY.id)}; run: "
-                         f"python -m dprl run {POLICY.id} --scale paper")
-    return load(POLICY.id)["weights"][0]
+    return current_arrays(POLICY.id)["weights"][0]
 
 
 def policy_degree(scale: str) -> int:

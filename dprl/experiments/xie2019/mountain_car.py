@@ -1,6 +1,8 @@
 """Experiments of Xie et al. (2019), Sec. 7 and App. D, on Mountain Car (Figs. 2, 3, App. Fig. 6).
 
 - ``xie2019-mountain-car-policy`` (:mod:`~.mountain_car_policy`): the evaluated policy.
+- ``xie2019-mountain-car-reference`` (:mod:`~.mountain_car_reference`): the reference problem
+  of the MSPBE.
 - ``xie2019-mountain-car-tuning``: the constant step of GPOPE at every privacy level, and of
   non-private GTD2, chosen on *public* data (another root seed) for every batch size.
 - ``xie2019-mountain-car``: on-policy (the greedy learned policy): GPOPE at the tuned step,
@@ -15,7 +17,7 @@ does not state N; with one pass even noiseless GTD2 barely leaves theta = 0 here
 clipping bound ``h``; the noise is calibrated for that N. Every run (policy, batch size, eps,
 step) draws from its own named stream of the trial, so the same run is the same bits in every
 figure. MSPBE uses ``A, b, C`` of Eq. 2.1 estimated from ``reference_episodes`` independent
-episodes (a fixed public seed). DP-LSW (Balle et al. 2016) needs finitely many states: it runs
+episodes (a fixed public seed; ``xie2019-mountain-car-reference``, :mod:`~.mountain_car_reference`). DP-LSW (Balle et al. 2016) needs finitely many states: it runs
 on a public grid of ``grid_cells^2`` cells (first-visit returns per cell, features at the cell
 centres, uniform ``rho``) on the cost ``-r = 1`` per step, whose returns lie in
 ``[0, 1/(1-gamma)]`` as its privacy proof requires; its estimate is negated.
@@ -26,26 +28,24 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
 from dprl.balle2016 import dp_lsw, first_visit_data
-from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy
+from dprl.control.linear_q import EpsilonGreedyPolicy
 from dprl.envs import MountainCar, Trajectories, mountain_car_features
-from dprl.envs.episodes import (Episodes, RecordingFeatures, UniformPolicy, feature_table,
-                                recorded_table, stack_episodes,
-                                importance_ratios as episode_ratios)
+from dprl.envs.episodes import (Episodes, RecordingFeatures, feature_table, recorded_table,
+                                stack_episodes)
 from dprl.experiments.xie2019.off_policy import (RunTable, check_calibrations, check_tuned_steps,
                                                  tuned_steps)
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.experiments.xie2019.mountain_car_policy import POLICY, policy_weights
+from dprl.experiments.xie2019.mountain_car_reference import (REFERENCE, importance_ratios,
+                                                             policy_pair, reference_statistics)
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, prepare
-from dprl.xie2019.baselines import episode_statistics, prepared_least_squares
-
-_REFERENCE_CHUNK = 2000
+from dprl.xie2019.baselines import prepared_least_squares
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -89,47 +89,12 @@ class MountainCarConfig(TrialConfig):
 
 def _policies(config: MountainCarConfig):
     """The features, the evaluated (greedy) policy and the off-policy behaviour."""
-    return _policy_pair(config.policy_scale, config.behaviour_epsilon)
+    return policy_pair(config.policy_scale, config.behaviour_epsilon)
 
 
 def evaluated_policy(config: MountainCarConfig) -> EpsilonGreedyPolicy:
     """The on-policy evaluated policy: greedy in the learned Q (``policy_scale``'s weights)."""
     return _policies(config)[1]
-
-
-def _policy_pair(policy_scale: str, behaviour_epsilon: float):
-    weights, features = policy_weights(policy_scale), mountain_car_features()
-    behaviour = EpsilonGreedyPolicy(weights, features, behaviour_epsilon)
-    return features, greedy_policy(weights, features), behaviour
-
-
-def importance_ratios(episodes: Episodes) -> np.ndarray:
-    """``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` for the uniform target (1/3 each), 0 on
-    padding, from the behaviour probabilities the episodes recorded."""
-    return episode_ratios(UniformPolicy(MountainCar().n_actions), episodes)
-
-
-def reference_statistics(config: MountainCarConfig, off_policy: bool
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``A, b, C`` (Eq. 2.1) of the on- or off-policy problem from ``reference_episodes``
-    episodes drawn with the public ``reference_seed``, in chunks (mean of chunk means)."""
-    return _reference_statistics(config.policy_scale, config.behaviour_epsilon, config.gamma,
-                                 config.reference_episodes, config.reference_seed, off_policy)
-
-
-@lru_cache(maxsize=8)
-def _reference_statistics(policy_scale: str, behaviour_epsilon: float, gamma: float,
-                          n_episodes: int, seed: int, off_policy: bool) -> tuple:
-    features, target, behaviour = _policy_pair(policy_scale, behaviour_epsilon)
-    rng = np.random.default_rng([seed, int(off_policy)])
-    parts = []
-    for _ in range(0, n_episodes, _REFERENCE_CHUNK):
-        episodes = MountainCar().simulate(_REFERENCE_CHUNK, behaviour if off_policy else target,
-                                          rng)
-        trajectories, table = feature_table(episodes, features)
-        ratios = importance_ratios(episodes) if off_policy else None
-        parts.append(episode_statistics(trajectories, table, gamma, ratios))
-    return tuple(np.mean([p[k] for p in parts], axis=0) for k in range(3))
 
 
 def _samples(config: MountainCarConfig, off_policy: bool,
@@ -358,7 +323,7 @@ TUNING = register(Experiment(
     chapter="book/xie2019/mountain-car.ipynb",
     configs={"smoke": MountainCarConfig(n_trials=2, root_seed=11, batch_size=2, **_SMOKE),
              "paper": MountainCarConfig(n_trials=10, root_seed=11, batch_size=5)},
-    run_trials=tuning_trials, after=(POLICY.id,)))
+    run_trials=tuning_trials, after=(POLICY.id, REFERENCE.id)))
 
 _SMOKE_STEPS = (((1e-2, 1e-2, 1e-2),) * 2,) * 2
 
@@ -386,7 +351,7 @@ MOUNTAIN_CAR = register(Experiment(
                                         **_SMOKE),
              "paper": MountainCarConfig(n_trials=100, root_seed=2020, batch_size=2,
                                         tuned_steps=_TUNED, tuned_steps_off=_TUNED_OFF)},
-    run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
+    run_trials=mountain_car_trials, after=(POLICY.id, REFERENCE.id, TUNING.id)))
 
 _LARGE = dict(batch_sizes=(31623, 100000), m_fixed=None, step_multipliers=(1.0,))
 
@@ -402,7 +367,7 @@ LARGE = register(Experiment(
              "paper": MountainCarConfig(n_trials=3, root_seed=2021, batch_size=1,
                                         tuned_steps=_TUNED[-1:] * 2,
                                         tuned_steps_off=_TUNED_OFF[-1:] * 2, **_LARGE)},
-    run_trials=mountain_car_trials, after=(POLICY.id, TUNING.id)))
+    run_trials=mountain_car_trials, after=(POLICY.id, REFERENCE.id, TUNING.id)))
 
 N_PANEL = register(Experiment(
     id="xie2019-mountain-car-n-panel",
@@ -413,8 +378,8 @@ N_PANEL = register(Experiment(
                                    **{**_SMOKE, "batch_sizes": (50,)}),
              "paper": NPanelConfig(n_trials=30, root_seed=2022, batch_size=5, eps=10.0,
                                    batch_sizes=(1000,))},
-    run_trials=n_panel_trials, after=(POLICY.id,)))
+    run_trials=n_panel_trials, after=(POLICY.id, REFERENCE.id)))
 
 __all__ = ["LARGE", "MOUNTAIN_CAR", "N_PANEL", "TUNING", "MountainCarConfig",
            "NPanelConfig", "cell_features", "dp_lsw_theta", "evaluated_policy", "grid_costs",
-           "importance_ratios", "reference_statistics", "tuned"]
+           "tuned"]
