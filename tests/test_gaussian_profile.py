@@ -80,12 +80,7 @@ def test_one_step_s_pld_is_the_one_dp_accounting_builds(noise, rate):
     ours = pld._step_pmfs.__wrapped__(noise, rate)
     assert len(ours) == len(expected)
     for mine, theirs in zip(ours, expected):
-        assert type(mine) is type(theirs)
-        mine, theirs = mine.to_dense_pmf(), theirs.to_dense_pmf()
-        assert (mine._discretization, mine._lower_loss) == (theirs._discretization,
-                                                          theirs._lower_loss)
-        np.testing.assert_array_equal(_bits(mine._probs), _bits(theirs._probs))
-        assert _bits(mine._infinity_mass) == _bits(theirs._infinity_mass)
+        _same_pmf(mine, theirs)
 
 
 def test_only_a_gaussian_loss_and_a_1_d_grid_are_accepted():
@@ -94,3 +89,36 @@ def test_only_a_gaussian_loss_and_a_1_d_grid_are_accepted():
         hockey_stick(object(), np.zeros(3))
     with pytest.raises(ValueError, match="epsilons"):
         hockey_stick(loss, np.zeros((2, 2)))
+
+
+def _same_pmf(mine, theirs) -> None:
+    """Type, grid, lowest loss, every probability and the mass at infinity, bit for bit."""
+    assert type(mine) is type(theirs)
+    mine, theirs = mine.to_dense_pmf(), theirs.to_dense_pmf()
+    assert (mine._discretization, mine._lower_loss) == (theirs._discretization,
+                                                      theirs._lower_loss)
+    np.testing.assert_array_equal(_bits(mine._probs), _bits(theirs._probs))
+    assert _bits(mine._infinity_mass) == _bits(theirs._infinity_mass)
+
+
+@pytest.mark.parametrize("noise, rate", [(1.0, 0.01), (0.6, 0.5), (12.0, 0.9)])
+@pytest.mark.parametrize("steps", [1, 2, 50, 5000])
+def test_self_composition_with_bounds_computed_once_is_dp_accounting_s(noise, rate, steps):
+    """``pld``'s self-composition, whose Chernoff truncation bounds serve the size check and
+    the FFT alike (``_plan``), against dp-accounting's own ``self_compose``."""
+    for pmf in pld._step_pmfs.__wrapped__(noise, rate):
+        plan = pld._plan(pmf, steps)
+        assert plan[1] is not None  # the dense path, where the bounds are reused
+        _same_pmf(pld._self_compose(plan, steps), pmf.self_compose(steps, 1e-15))
+
+
+@pytest.mark.parametrize("steps", [1, 2, 6, 7, 40])
+def test_a_sparse_pmf_composes_as_dp_accounting_composes_it(steps):
+    """A PLD of two 3-point PMFs is sparse: it stays sparse while ``3 ** steps <= 1000``
+    (``steps`` <= 6) and goes dense, with the bounds reused, beyond."""
+    a = {0: math.log(0.5), 1: math.log(0.3), 2: math.log(0.2)}
+    b = {0: math.log(0.2), 1: math.log(0.3), 2: math.log(0.5)}
+    pmf = pld_lib.from_two_probability_mass_functions(a, b)._pmf_remove
+    plan = pld._plan(pmf, steps)
+    assert (plan[1] is None) == (steps <= 6)
+    _same_pmf(pld._self_compose(plan, steps), pmf.self_compose(steps, 1e-15))

@@ -74,10 +74,11 @@ def _composed_epsilon(pmfs: Sequence[pld_pmf.PLDPmf], noise: float, rate: float,
     """eps at ``delta`` of the PLD whose PMFs are ``pmfs`` each self-composed ``steps`` times
     (refused beyond the limits, :func:`_check_composition`); ``through_identity``: composed
     with dp-accounting's identity PLD first, as its ``PLDAccountant`` does."""
-    _check_composition(pmfs, noise, rate, steps, delta)
+    plans = [_plan(pmf, steps) for pmf in pmfs]
+    _check_composition(plans, noise, rate, steps, delta)
     try:
-        composed = pld_lib.PrivacyLossDistribution(*(_self_compose(pmf, steps)
-                                                     for pmf in pmfs))
+        composed = pld_lib.PrivacyLossDistribution(*(_self_compose(plan, steps)
+                                                     for plan in plans))
         if through_identity:
             composed = pld_lib.identity(_DISCRETIZATION).compose(composed)
         eps = float(composed.get_epsilon_for_delta(delta))
@@ -110,18 +111,18 @@ def _checked_arguments(noise_multiplier: float, sampling_rate: float, steps: int
     return noise, rate, steps, delta
 
 
-def _check_composition(pmfs: Sequence[pld_pmf.PLDPmf], noise: float, rate: float, steps: int,
+def _check_composition(plans: Sequence[_Plan], noise: float, rate: float, steps: int,
                        delta: float) -> None:
-    """Refuse a composition of ``pmfs`` over ``steps`` beyond :data:`MAX_COMPOSED_BINS`, or
-    at a ``delta`` below the mass its FFT truncates."""
-    composed_bins = max(_composed_bins(pmf, steps) for pmf in pmfs)
+    """Refuse a composition of the plans' PMFs over ``steps`` beyond
+    :data:`MAX_COMPOSED_BINS`, or at a ``delta`` below the mass its FFT truncates."""
+    composed_bins = max(_composed_bins(plan) for plan in plans)
     if composed_bins > MAX_COMPOSED_BINS:
         raise PLDOutOfReachError(
             f"steps = {steps} is too many for the PLD accountant at noise_multiplier = "
             f"{noise!r}, sampling_rate = {rate!r}: the composed PLD would have "
             f"{composed_bins} grid points (limit {MAX_COMPOSED_BINS}); use the RDP "
             f"accountant (accountant='rdp')")
-    if delta < _TAIL_MASS and any(_goes_dense(pmf, steps) for pmf in pmfs):
+    if delta < _TAIL_MASS and any(bounds is not None for _, bounds in plans):
         _refuse_delta(delta, noise, rate, steps)  # FFT composition leaves >= _TAIL_MASS at inf
 
 
@@ -204,28 +205,46 @@ def _goes_dense(pmf: pld_pmf.PLDPmf, steps: int) -> bool:
         steps > 1 and (pmf.size == 1 or pmf.size ** min(steps, 10) > 1000))
 
 
-def _composed_bins(pmf: pld_pmf.PLDPmf, steps: int) -> int:
-    """Length of the FFT of dp-accounting's self-convolution of ``pmf`` (its size when it
-    stays sparse), from its Chernoff truncation bounds as ``common.self_convolve`` computes
-    them; where the trivial bound ``(size - 1) steps + 1`` is within the (power-of-two)
-    limit, that bound, which the FFT's length then does not exceed either (``size`` is the
-    dense grid's: a sparse PMF is made dense first)."""
+#: One PMF as dp-accounting self-composes it: made dense where it would be, with the Chernoff
+#: truncation bounds of ``common.self_convolve`` (None where it stays sparse).
+_Plan = tuple[pld_pmf.PLDPmf, tuple[int, int] | None]
+
+
+def _plan(pmf: pld_pmf.PLDPmf, steps: int) -> _Plan:
+    """How dp-accounting composes ``pmf`` ``steps`` times (:data:`_Plan`): the bounds are
+    computed once, for the size check (:func:`_composed_bins`) and the composition
+    (:func:`_self_compose`) alike, where dp-accounting's composition computes them again."""
     if not _goes_dense(pmf, steps):
+        return pmf, None
+    dense = pmf.to_dense_pmf()                    # a sparse PMF spans its dense grid
+    return dense, common.compute_self_convolve_bounds(dense._probs, steps, _TAIL_MASS)
+
+
+def _composed_bins(plan: _Plan) -> int:
+    """Length of the FFT of dp-accounting's self-convolution (``common.self_convolve``) of
+    the plan's PMF, from its truncation bounds (its size when it stays sparse); beyond
+    :data:`MAX_COMPOSED_BINS` the length before rounding up to a fast one."""
+    pmf, bounds = plan
+    if bounds is None:
         return pmf.size
-    probs = pmf.to_dense_pmf()._probs             # a sparse PMF spans its dense grid
-    if (len(probs) - 1) * steps + 1 <= MAX_COMPOSED_BINS:
-        return (len(probs) - 1) * steps + 1
-    lower, upper = common.compute_self_convolve_bounds(probs, steps, _TAIL_MASS)
-    length = max(upper - lower + 1, len(probs))
+    length = max(bounds[1] - bounds[0] + 1, pmf.size)
     return length if length > MAX_COMPOSED_BINS else fft.next_fast_len(length)
 
 
-def _self_compose(pmf: pld_pmf.PLDPmf, steps: int) -> pld_pmf.PLDPmf:
-    """``pmf.self_compose(steps)``, a sparse ``pmf`` made dense first where dp-accounting
-    would make it so (:func:`_goes_dense`), without its big-integer size test."""
-    if _goes_dense(pmf, steps):
-        pmf = pmf.to_dense_pmf()
-    return pmf.self_compose(steps, _TAIL_MASS)
+def _self_compose(plan: _Plan, steps: int) -> pld_pmf.PLDPmf:
+    """``pmf.self_compose(steps)`` of the plan's PMF, bit for bit: a dense one by
+    ``DensePLDPmf.self_compose`` and ``common.self_convolve``'s operations with the plan's
+    bounds (not computed again), without ``SparsePLDPmf``'s big-integer size test."""
+    pmf, bounds = plan
+    if bounds is None:
+        return pmf.self_compose(steps, _TAIL_MASS)
+    lower, upper = bounds
+    length = upper - lower + 1
+    spectrum = fft.fft(pmf._probs, fft.next_fast_len(max(length, pmf.size)))
+    probs = np.roll(np.real(fft.ifft(spectrum ** steps)), -lower)[:length]
+    infinity_mass = _TAIL_MASS - math.expm1(steps * math.log1p(-pmf._infinity_mass))
+    return pld_pmf.DensePLDPmf(pmf._discretization, pmf._lower_loss * steps + lower,
+                               np.array(probs), infinity_mass, pmf._pessimistic_estimate)
 
 
 def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
@@ -257,15 +276,16 @@ def pmf_pair_epsilon(log_pmf_a: dict[int, float], log_pmf_b: dict[int, float],
                 f"discretization = {discretization!r} is too fine for these PMFs composed "
                 f"{compositions} times: one use's PLD spans {span} grid points (limit "
                 f"{MAX_PAIR_COMPOSED_BINS}); use a coarser discretization")
-    bins = max(_composed_bins(pmf, compositions) for pmf in pmfs)
+    plans = [_plan(pmf, compositions) for pmf in pmfs]
+    bins = max(_composed_bins(plan) for plan in plans)
     if bins > MAX_PAIR_COMPOSED_BINS:
         raise PLDOutOfReachError(
             f"compositions = {compositions} is too many for the PLD accountant: the composed "
             f"PLD would have {bins} grid points (limit {MAX_PAIR_COMPOSED_BINS}); a "
             f"discretization coarser than {discretization!r} makes proportionally fewer")
     try:
-        return max(float(pld_lib.PrivacyLossDistribution(_self_compose(pmf, compositions))
-                         .get_epsilon_for_delta(delta)) for pmf in pmfs)
+        return max(float(pld_lib.PrivacyLossDistribution(_self_compose(plan, compositions))
+                         .get_epsilon_for_delta(delta)) for plan in plans)
     finally:
         _evict_fft_plans()
 

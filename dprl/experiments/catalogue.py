@@ -7,6 +7,7 @@ import dprl.experiments.balle2016  # noqa: F401
 import dprl.experiments.xie2019.chain  # noqa: F401
 import dprl.experiments.xie2019.theory  # noqa: F401
 import dprl.experiments.xie2019.calibration  # noqa: F401
+import dprl.experiments.xie2019.rdp_grid  # noqa: F401
 import dprl.experiments.xie2019.mountain_car_policy  # noqa: F401
 import dprl.experiments.xie2019.mountain_car_reference  # noqa: F401
 import dprl.experiments.xie2019.mountain_car  # noqa: F401
