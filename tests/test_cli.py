@@ -184,6 +184,7 @@ def test_experiments_reading_other_results_declare_them():
         if experiment.id.endswith("-training"):
             assert experiment.id.replace("-training", "-curves") in after
     assert get("xie2019-mountain-car").after == ("xie2019-mountain-car-policy",
+                                                  "xie2019-mountain-car-reference",
                                                   "xie2019-mountain-car-tuning")
 
 

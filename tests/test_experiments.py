@@ -14,6 +14,7 @@ from dprl.experiments import (RECOMPUTE_ENV, Experiment, ResultNotCurrent, Trial
                               load_or_run, mismatched_trials, register, result_paths, run, status)
 from dprl.engine import batches, runner
 from dprl.engine.batches import compute_trials
+from dprl.engine.results import current_arrays
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -448,3 +449,22 @@ def test_the_provenance_summary_has_a_row_per_committed_result():
     assert [row[0] for row in table.rows] == committed
     assert all(row[-1] == f"python -m dprl run {row[0]} --scale paper" for row in table.rows)
     assert "<table" in table._repr_html_()
+
+
+def test_an_input_is_read_only_from_a_current_paper_result(tmp_path):
+    """``current_arrays`` (what experiments read their inputs with) returns the stored
+    arrays of a current paper-scale result and refuses any other with its state and the
+    command that regenerates it."""
+    with pytest.raises(ValueError, match=r"test-toy result is missing; run: python -m dprl run "
+                                         rf"test-toy --scale paper --results-dir {tmp_path}"):
+        current_arrays("test-toy", tmp_path)
+    stored = run("test-toy", "paper", tmp_path, progress=False)
+    arrays = current_arrays("test-toy", tmp_path)
+    assert arrays.keys() == stored.arrays.keys()
+    assert all(np.array_equal(arrays[name], stored[name]) for name in arrays)
+    sidecar_path = result_paths("test-toy", "paper", tmp_path)[1]
+    record = json.loads(sidecar_path.read_text())
+    record["config"]["size"] = 99
+    sidecar_path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="test-toy result is stale"):
+        current_arrays("test-toy", tmp_path)

@@ -101,8 +101,8 @@ def _same_pmf(mine, theirs) -> None:
     assert _bits(mine._infinity_mass) == _bits(theirs._infinity_mass)
 
 
-@pytest.mark.parametrize("noise, rate", [(1.0, 0.01), (0.6, 0.5), (12.0, 0.9)])
-@pytest.mark.parametrize("steps", [1, 2, 50, 5000])
+@pytest.mark.parametrize("noise, rate, steps", [(1.0, 0.01, 1), (1.0, 0.01, 2), (1.0, 0.01, 5000),
+                                               (0.6, 0.5, 50), (12.0, 0.9, 1000)])
 def test_self_composition_with_bounds_computed_once_is_dp_accounting_s(noise, rate, steps):
     """``pld``'s self-composition, whose Chernoff truncation bounds serve the size check and
     the FFT alike (``_plan``), against dp-accounting's own ``self_compose``."""

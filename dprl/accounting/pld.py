@@ -61,8 +61,9 @@ def poisson_gaussian_epsilon(noise_multiplier: float, sampling_rate: float, step
     self-composed event: the same calls, except that a small (sparse) one-step PLD is made
     dense before composition directly, skipping dp-accounting's ``size ** steps > 1000``
     test, a big integer of ``steps log2(size)`` bits (seconds at millions of steps,
-    gigabytes at 1e9), and that scipy.fft's plan caches are emptied of its transforms
-    afterwards (:func:`_evict_fft_plans`)."""
+    gigabytes at 1e9), that the Chernoff truncation bounds computed for the size check are
+    not computed again for the composition (:func:`_plan`), and that scipy.fft's plan
+    caches are emptied of its transforms afterwards (:func:`_evict_fft_plans`)."""
     noise, rate, steps, delta = _checked_arguments(noise_multiplier, sampling_rate, steps,
                                                    delta)
     return _composed_epsilon(_step_pmfs(noise, rate), noise, rate, steps, delta,
