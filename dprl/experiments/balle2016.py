@@ -26,6 +26,7 @@ from dprl.balle2016.statistics import FirstVisitSummary, stack_summaries
 from dprl.balle2016.utility import lsl_excess_risk, lsw_excess_risk
 from dprl.envs import ChainMDP
 from dprl.engine.registry import Experiment, TrialConfig, register
+from dprl.seeding import trial_index
 from dprl.features import aggregation_features
 from dprl.policy_evaluation import weighted_rmse
 
@@ -244,3 +245,52 @@ AUTHORS_CODE = register(Experiment(
                                ridge_scales=(100.0, 1e3, 1e4), ridge_powers=(0.3, 0.4, 0.5)),
     },
     run_trials=authors_code_trials))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExactSamplerConfig(TrialConfig):
+    """Nested data sets of ``sizes`` trajectories of the Sec. 6 chain (``F_max = R_max /
+    (1 - gamma)``), one run per trial. Trial ``r`` draws from
+    ``numpy.random.default_rng(first_seed + r)``, the seeds the utility chapter drew these
+    runs with before they were a registered result, so that its numbers stay the ones it
+    printed; any trial still recomputes alone."""
+
+    sizes: tuple[int, ...]
+    first_seed: int = 7000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.sizes or any(b <= a for a, b in zip(self.sizes, self.sizes[1:])):
+            raise ValueError(f"sizes must be a non-empty increasing tuple, got {self.sizes}")
+
+
+def exact_sampler_trials(config: ExactSamplerConfig,
+                         rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
+    """Per trial (run) and size, the signature ``|X_s|`` (``counts``) and the first-visit
+    return sums (``return_sums``) of the nested data sets
+    (:func:`~dprl.balle2016.chain_sampler.sample_first_visit_summaries`)."""
+    runs = [sample_first_visit_summaries(ChainMDP(), list(config.sizes), np.random.default_rng(
+        config.first_seed + trial_index(rng))) for rng in rngs]
+    return {"counts": np.stack([[s.counts for s in run] for run in runs]),
+            "return_sums": np.stack([[s.return_sums for s in run] for run in runs])}
+
+
+def exact_sampler_summaries(arrays: dict[str, np.ndarray], config: ExactSamplerConfig
+                            ) -> list[FirstVisitSummary]:
+    """The runs of a ``balle2016-utility-large`` result as one summary per size, the runs
+    stacked on the first axis."""
+    bound = ChainMDP().reward_range[1] / (1 - ChainMDP().gamma)
+    return [FirstVisitSummary(arrays["counts"][:, j], arrays["return_sums"][:, j], m, bound)
+            for j, m in enumerate(config.sizes)]
+
+
+UTILITY_LARGE = register(Experiment(
+    id="balle2016-utility-large",
+    title="Balle et al. (2016), Sec. 5: nested chain data sets of 10^3 to 10^8 trajectories "
+          "from the exact sampler (20 runs), for the excess risk of Corollaries 12 and 13",
+    chapter="book/balle2016/utility.ipynb",
+    configs={"smoke": ExactSamplerConfig(n_trials=2, root_seed=0, batch_size=2,
+                                         sizes=(100, 1000)),
+             "paper": ExactSamplerConfig(n_trials=20, root_seed=0, batch_size=5,
+                                         sizes=_half_decades(3, 8))},
+    run_trials=exact_sampler_trials))
