@@ -38,7 +38,8 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
                 f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")
-                for env in ("cartpole", "acrobot", "lunarlander", "hiv"))}
+                for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
+            + ("sharma2025-offline-rl-curves",)}
 
 
 def experiment_id(sidecar) -> str:

@@ -19,6 +19,7 @@ import dprl.experiments.sharma2025.release  # noqa: F401
 import dprl.experiments.sharma2025.runs  # noqa: F401
 import dprl.experiments.sharma2025.ppo  # noqa: F401
 import dprl.experiments.sharma2025.group_attack  # noqa: F401
+import dprl.experiments.sharma2025.learners  # noqa: F401
 import dprl.experiments.audits.common  # noqa: F401
 import dprl.experiments.audits.balle2016  # noqa: F401
 import dprl.experiments.audits.xie2019  # noqa: F401
