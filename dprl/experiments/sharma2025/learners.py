@@ -4,7 +4,8 @@ Adam) trained on the demonstrations of ``n_experts`` of the book's CartPole expe
 ``expert_stride``-th, ``per_expert`` trajectories of 200 steps at ``p_min``, recorded from
 ``data_seed``), uniform batches, a target copy every ``target_every`` steps; the greedy
 policy's mean return on ``eval_episodes`` 500-step episodes (start states from ``eval_seed``)
-before training and every ``every`` steps. Trial ``i`` trains ``algorithms[i]`` with the torch
+before training and every ``every`` steps; the networks' products take the ``kernels`` path
+(:mod:`dprl.kernels`, ``"portable"``: the same bits on every vendor's CPU). Trial ``i`` trains ``algorithms[i]`` with the torch
 stream of ``numpy.random.default_rng(seeds[i])``, the seeds the chapter used before this was a
 registered result (its numbers unchanged); any trial still recomputes alone.
 """
@@ -20,6 +21,7 @@ import numpy as np
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.experiments.sharma2025.experts import classic_experts, experts_id
+from dprl.kernel_paths import require_kernels
 from dprl.seeding import trial_index
 from dprl.sharma2025.datasets import record
 from dprl.validation import require_int, require_probability
@@ -45,6 +47,7 @@ class LearnersConfig(TrialConfig):
     learning_rate: float = 1e-3
     eval_episodes: int = 50
     eval_seed: int = 7
+    kernels: str = "portable"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -52,6 +55,7 @@ class LearnersConfig(TrialConfig):
                      "target_every", "batch", "eval_episodes"):
             require_int(name, getattr(self, name))
         require_probability("p_min", self.p_min, open_low=True)
+        require_kernels(self.kernels)
         if self.env != "CartPole":
             raise ValueError(f"env must be 'CartPole', got {self.env!r}")
         if not len(self.algorithms) == len(self.seeds) == self.n_trials:
@@ -90,7 +94,7 @@ def learner_trials(config: LearnersConfig,
     for rng in rngs:
         i = trial_index(rng)
         generator = torch_generator(np.random.default_rng(config.seeds[i]))
-        learner = make_learner("CartPole", config.algorithms[i], generator)
+        learner = make_learner("CartPole", config.algorithms[i], generator, config.kernels)
         target = frozen_copy(learner.q)
         optimizer = make_optimizer(learner, "adam", config.learning_rate)
         curve = [evaluated(learner)]
