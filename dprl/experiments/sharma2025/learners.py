@@ -5,9 +5,10 @@ Adam) trained on the demonstrations of ``n_experts`` of the book's CartPole expe
 ``data_seed``), uniform batches, a target copy every ``target_every`` steps; the greedy
 policy's mean return on ``eval_episodes`` 500-step episodes (start states from ``eval_seed``)
 before training and every ``every`` steps; the networks' products take the ``kernels`` path
-(:mod:`dprl.kernels`, ``"portable"``: the same bits on every vendor's CPU). Trial ``i`` trains ``algorithms[i]`` with the torch
-stream of ``numpy.random.default_rng(seeds[i])``, the seeds the chapter used before this was a
-registered result (its numbers unchanged); any trial still recomputes alone.
+(:mod:`dprl.kernels`, ``"portable"``: the same bits on every vendor's CPU). Trial ``i``
+trains ``algorithms[i]`` with the torch stream of ``numpy.random.default_rng(seeds[i])``,
+the seeds the chapter used before this was a registered result (its numbers unchanged); any
+trial still recomputes alone.
 """
 
 from __future__ import annotations
