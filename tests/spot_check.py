@@ -126,10 +126,11 @@ def spot_check(sidecar, family: str) -> None:
 
 #: Families whose drawn trial (and results whose drawn trial, below) is recomputed in a
 #: process where MKL takes the other CPU vendor's code (dprl.vendors; on this AMD machine:
-#: Intel's), against the committed bits made on AMD: the torch results, whose vector math MKL chooses by vendor. One recomputation
-#: checks both promises: the bits are the committed ones, and they do not depend on the vendor
-#: (test_vendor_bits.py shows that MKL's vector math is the same here and there, element by
-#: element, so a native recomputation would repeat this one).
+#: Intel's), against the committed bits made on AMD: the torch results, whose vector math MKL
+#: chooses by vendor. One recomputation checks both promises: the bits are the committed
+#: ones, and they do not depend on the vendor (test_vendor_bits.py shows that MKL's vector
+#: math is the same here and there, element by element, so a native recomputation would
+#: repeat this one).
 OTHER_VENDOR_FAMILIES = ("sharma2025_training",)
 #: The audits whose trials run torch (expert-level DP-SGD), recomputed the same way.
 TORCH_AUDITS = ("audit-sharma2025-dp-sgd", "audit-sharma2025-selective",

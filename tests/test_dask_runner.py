@@ -327,9 +327,9 @@ def test_a_killed_worker_loses_no_finished_batch_and_the_rerun_gives_the_serial_
                              capture_output=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert int(re.search(r"(\d+)/24", resumed.stderr)[1]) >= 2 * len(saved), resumed.stderr
-    stored = np.load(result_paths("test-slow", "smoke", tmp_path / "dask")[0])["x"]
     alone = np.stack([g.standard_normal(3) for g in trial_generators(5, 24)])  # serial bits
-    np.testing.assert_array_equal(stored, alone)
+    with np.load(result_paths("test-slow", "smoke", tmp_path / "dask")[0]) as stored:
+        np.testing.assert_array_equal(stored["x"], alone)
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ contributes ``k`` trajectories (``sharma2025-group-attack``).
 The run: ``experts`` experts of ``per_expert`` trajectories each, batches of ``batch``
 trajectories Poisson-sampled at ``q = b / n``, ``steps`` steps, ``delta = 1/m``; its noise
 multiplier ``s`` is the smallest that certifies ``target_eps`` at the trajectory level
-(dp-accounting's PLD, to ``rtol``). Trial ``i`` is the lower bound on the expert-level eps of
-that run which the aligned attack attains with ``k = group_sizes[i]`` planted trajectories
+(dp-accounting's PLD, to ``rtol``: :func:`dprl.sharma2025.accounting.noise_for_budget`).
+Trial ``i`` is the lower bound on the expert-level eps of that run which the aligned attack
+attains with ``k = group_sizes[i]`` planted trajectories
 (:func:`dprl.sharma2025.expert_level.aligned_group_epsilon`), beside ``s`` and the
 trajectory-level eps it certifies.
 """
@@ -14,14 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
-from dprl.accounting.calibration import smallest_sufficient_scale
 from dprl.accounting.pld import poisson_gaussian_epsilon
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.seeding import trial_index
+from dprl.sharma2025.accounting import noise_for_budget
 from dprl.sharma2025.expert_level import aligned_group_epsilon
 from dprl.validation import require_epsilon, require_int, require_positive
 
@@ -62,20 +62,12 @@ class GroupAttackConfig(TrialConfig):
         return 1 / self.experts
 
 
-@lru_cache(maxsize=4)
-def trajectory_level_noise(config: GroupAttackConfig) -> float:
-    """The smallest noise multiplier whose trajectory-level eps (dp-accounting's PLD) is at
-    most ``config.target_eps`` (to ``config.rtol``)."""
-    return smallest_sufficient_scale(
-        lambda s: poisson_gaussian_epsilon(s, config.trajectory_rate, config.steps,
-                                           config.delta), config.target_eps, rtol=config.rtol)
-
-
 def group_attack_trials(config: GroupAttackConfig,
                         rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
     """Per trial: the group size ``k``, the attack's expert-level eps, the noise multiplier
     and the trajectory-level eps it certifies (the same in every trial)."""
-    s = trajectory_level_noise(config)
+    s = noise_for_budget(config.target_eps, config.delta, config.trajectory_rate, config.steps,
+                         rtol=config.rtol)
     eps = poisson_gaussian_epsilon(s, config.trajectory_rate, config.steps, config.delta)
     k = np.array([config.group_sizes[trial_index(rng)] for rng in rngs])
     attack = [aligned_group_epsilon(s, config.trajectory_rate, int(size), config.steps,

@@ -17,8 +17,9 @@ does not state N; with one pass even noiseless GTD2 barely leaves theta = 0 here
 clipping bound ``h``; the noise is calibrated for that N. Every run (policy, batch size, eps,
 step) draws from its own named stream of the trial, so the same run is the same bits in every
 figure. MSPBE uses ``A, b, C`` of Eq. 2.1 estimated from ``reference_episodes`` independent
-episodes (a fixed public seed; ``xie2019-mountain-car-reference``, :mod:`~.mountain_car_reference`). DP-LSW (Balle et al. 2016) needs finitely many states: it runs
-on a public grid of ``grid_cells^2`` cells (first-visit returns per cell, features at the cell
+episodes (a fixed public seed; ``xie2019-mountain-car-reference``,
+:mod:`~.mountain_car_reference`). DP-LSW (Balle et al. 2016) needs finitely many states: it
+runs on a public grid of ``grid_cells^2`` cells (first-visit returns per cell, features at the cell
 centres, uniform ``rho``) on the cost ``-r = 1`` per step, whose returns lie in
 ``[0, 1/(1-gamma)]`` as its privacy proof requires; its estimate is negated.
 """

@@ -92,24 +92,21 @@ def premise_trials(config: GridConfig,
     return {"sigma": np.asarray(sigmas)}
 
 
-def _grid(ns: Sequence[int], ms: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    return tuple((n, m) for n in ns for m in ms)
-
-
 _CHAPTER = "book/xie2019/privacy-analysis.ipynb"
 #: The chapter's grid: N and m in {10^3, 10^4, 10^5}.
-THEOREM4_POINTS = _grid((1_000, 10_000, 100_000), (1_000, 10_000, 100_000))
+THEOREM4_POINTS = tuple((n, m) for n in (1_000, 10_000, 100_000) for m in (1_000, 10_000, 100_000))
 #: Theorem 1's premise grid: m in {10^2, 10^3, 10^4}, N in {10^3, 10^5, 10^7}.
 PREMISE_POINTS = tuple((n, m) for m in (100, 1_000, 10_000) for n in (1_000, 100_000, 10_000_000))
-_SMOKE_POINTS, _SMOKE_ORDERS = ((100, 100), (1_000, 100)), (2.0, 4.0, 8.0, 16.0)
+#: Both experiments' smoke scale: two points, a few orders.
+_SMOKE = GridConfig(n_trials=2, root_seed=0, batch_size=2, points=((100, 100), (1_000, 100)),
+                    eps=1.0, orders=(2.0, 4.0, 8.0, 16.0))
 
 THEOREM4 = register(Experiment(
     id="xie2019-theorem4-dp-accounting",
     title="Xie et al. (2019), Lemma 1 and Thm. 4: the paper's and the full bound's sigma over "
           "N, m in {10^3, 10^4, 10^5}, and dp-accounting's RDP eps of each",
     chapter=_CHAPTER,
-    configs={"smoke": GridConfig(n_trials=2, root_seed=0, batch_size=2, points=_SMOKE_POINTS,
-                                 eps=1.0, orders=_SMOKE_ORDERS),
+    configs={"smoke": _SMOKE,
              "paper": GridConfig(n_trials=9, root_seed=0, batch_size=3,
                                  points=THEOREM4_POINTS)},
     run_trials=theorem4_trials))
@@ -119,8 +116,7 @@ PREMISE = register(Experiment(
     title="Xie et al. (2019), Thm. 1: dp-accounting's RDP sigma inside and outside the premise "
           "eps < c1 N / m^2",
     chapter=_CHAPTER,
-    configs={"smoke": GridConfig(n_trials=2, root_seed=0, batch_size=2, points=_SMOKE_POINTS,
-                                 eps=1.0, orders=_SMOKE_ORDERS),
+    configs={"smoke": _SMOKE,
              "paper": GridConfig(n_trials=9, root_seed=0, batch_size=3, points=PREMISE_POINTS,
                                  orders=DP_ACCOUNTING_SPARSE_ORDERS)},
     run_trials=premise_trials))
