@@ -163,8 +163,8 @@ def test_every_dependency_comes_first_and_is_registered():
     for experiment in all_experiments():
         for dependency in experiment.after:
             assert order.index(dependency) < order.index(experiment.id)
-    assert run_order(["xie2019-hiv"]) == ["xie2019-hiv-policy", "xie2019-hiv-tuning",
-                                          "xie2019-hiv"]
+    assert run_order(["xie2019-hiv"]) == ["xie2019-hiv-policy", "xie2019-hiv-reference",
+                                          "xie2019-hiv-tuning", "xie2019-hiv"]
 
 
 def test_experiments_reading_other_results_declare_them():
@@ -205,17 +205,17 @@ def test_run_all_keeps_current_results_and_recomputes_what_depends_on_a_new_one(
     result_paths("xie2019-hiv-policy", "smoke", tmp_path)[1].write_text("{")  # corrupt
     lines: list[str] = []
     steps = run_all("smoke", tmp_path, runner=runner, report=lines.append)
-    assert computed == ["xie2019-hiv-policy", "xie2019-hiv-tuning", "xie2019-hiv",
-                        "xie2019-hiv-large"]
+    assert computed == ["xie2019-hiv-policy", "xie2019-hiv-reference", "xie2019-hiv-tuning",
+                        "xie2019-hiv", "xie2019-hiv-large"]
     assert any("xie2019-hiv-policy: computing (result corrupt)" in line for line in lines)
-    assert any("xie2019-hiv: computing (its inputs xie2019-hiv-policy, xie2019-hiv-tuning "
-               "are recomputed)" in line for line in lines)
+    assert any("xie2019-hiv: computing (its inputs xie2019-hiv-policy, xie2019-hiv-reference, "
+               "xie2019-hiv-tuning are recomputed)" in line for line in lines)
     table = compute_table(steps)
     assert len(table.splitlines()) == len(run_order()) + 2
     assert re.search(r"xie2019-hiv-tuning\s+computed\s+2.5 s", table)
     assert re.search(r"balle2016-figure1\s+kept\s+2.5 s", table)
     total = f"{len(run_order()) * 2.5 / 60:.3g} min"  # every result's sidecar records 2.5 s
-    computed_s = f"{len(computed) * 2.5:.2g} s"
+    computed_s = f"{len(computed) * 2.5:.3g} s"
     assert re.search(rf"total\s+{re.escape(total)}\s+\({computed_s} computed in this call\)",
                      table)
 

@@ -10,7 +10,7 @@ from dprl.control.fitted_q import Transitions, fitted_q_iteration
 from dprl.features import PolynomialBasis
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, SquashedFourierBasis, q_features, value_features
-from dprl.experiments.xie2019.hiv import behaviour_data
+from dprl.experiments.xie2019.hiv_data import behaviour_data
 from dprl.experiments.xie2019.hiv_policy import (POLICY, behaviour_policy, behaviour_probabilities,
                                                  policy_trials, transitions)
 from dprl.seeding import trial_generator

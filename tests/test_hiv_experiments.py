@@ -13,9 +13,10 @@ from dprl.envs.episodes import feature_table, importance_ratios
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import q_features
 from dprl.experiments import load, status
-from dprl.experiments.xie2019.hiv import (HIV, TUNING, HIVConfig, behaviour_data, hiv_mdp,
-                                          hiv_trials, mean_ratios, reference, reward_range, tuned,
-                                          tuning_trials)
+from dprl.experiments.xie2019.hiv import (HIV, LARGE, TUNING, HIVConfig, hiv_trials,
+                                          mean_ratios, tuned, tuning_trials)
+from dprl.experiments.xie2019.hiv_data import (REFERENCE, behaviour_data, hiv_mdp, reference,
+                                               reward_range)
 from dprl.experiments.xie2019.hiv_policy import (POLICY, behaviour_probabilities, policy_weights,
                                                  target_policy)
 from dprl.experiments.xie2019.off_policy import RunTable, scored, step_key, tuned_steps
@@ -190,3 +191,14 @@ def test_private_and_public_configs_differ_only_where_they_must():
 @pytest.mark.skipif(status(POLICY.id) != "current", reason="no committed policy result")
 def test_paper_policy_weights_are_the_committed_ones():
     assert np.array_equal(policy_weights("paper"), load(POLICY.id)["weights"][0])
+
+
+def test_the_paper_runs_measure_against_the_committed_reference():
+    """Every paper-scale HIV experiment has the reference settings of
+    ``xie2019-hiv-reference``, so it reads that result instead of simulating the sample."""
+    settings = ("policy_scale", "temperature", "order", "reference_episodes", "reference_seed")
+    paper = REFERENCE.config("paper")
+    for experiment in (TUNING, HIV, LARGE):
+        config = experiment.config("paper")
+        assert all(getattr(config, name) == getattr(paper, name) for name in settings)
+        assert REFERENCE.id in experiment.after

@@ -12,6 +12,7 @@ import dprl.experiments.xie2019.mountain_car_policy  # noqa: F401
 import dprl.experiments.xie2019.mountain_car_reference  # noqa: F401
 import dprl.experiments.xie2019.mountain_car  # noqa: F401
 import dprl.experiments.xie2019.hiv_policy  # noqa: F401
+import dprl.experiments.xie2019.hiv_data  # noqa: F401
 import dprl.experiments.xie2019.hiv  # noqa: F401
 import dprl.experiments.wang2019  # noqa: F401
 import dprl.experiments.sharma2025.experts  # noqa: F401

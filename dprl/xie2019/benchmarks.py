@@ -20,7 +20,7 @@ from dprl.envs import ChainMDP, mountain_car_features, stack_trajectories
 from dprl.envs.episodes import (RecordingFeatures, UniformPolicy, feature_table, recorded_table,
                                 stack_episodes)
 from dprl.envs.mountain_car import MountainCar
-from dprl.experiments.xie2019.hiv import behaviour_data
+from dprl.experiments.xie2019.hiv_data import behaviour_data
 from dprl.experiments.xie2019.hiv_policy import BEHAVIOUR_TEMPERATURE, policy_weights
 from dprl.features import tabular_features
 from dprl.seeding import trial_generators

@@ -35,16 +35,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from dprl.control import SoftmaxPolicy
-from dprl.envs.episodes import Episodes, feature_table, sample_actions
+from dprl.envs.episodes import Episodes, feature_table
 from dprl.envs.hiv import HIVTreatmentMDP
-from dprl.envs.hiv_features import LOG10_BOX, value_features
-from dprl.experiments.xie2019.hiv_policy import (BEHAVIOUR_TEMPERATURE, POLICY, behaviour_policy,
-                                                 policy_degree, policy_weights)
+from dprl.experiments.xie2019.hiv_data import (REFERENCE, Reference, behaviour_data, hiv_mdp,
+                                               reference)
+from dprl.experiments.xie2019.hiv_policy import BEHAVIOUR_TEMPERATURE, POLICY
 from dprl.experiments.xie2019.off_policy import (RunTable, check_calibrations, check_tuned_steps,
                                                  run_thetas, scored, tuned_steps)
 from dprl.engine.registry import Experiment, TrialConfig, register
-from dprl.features import DecorrelatedFeatures
 from dprl.policy_evaluation import mspbe
 from dprl.seeding import named_stream
 from dprl.xie2019 import Prepared, prepare
@@ -87,108 +85,6 @@ class HIVConfig(TrialConfig):
     def levels(self) -> tuple[float, ...]:
         """The privacy levels of the runs: ``eps_levels``, then ``inf`` (GTD2)."""
         return (*self.eps_levels, math.inf)
-
-
-def hiv_mdp(policy_scale: str) -> HIVTreatmentMDP:
-    """The MDP of the policy at ``policy_scale`` (Ernst et al. 2006, ``horizon`` steps)."""
-    return HIVTreatmentMDP(horizon=POLICY.config(policy_scale).horizon)
-
-
-def reward_range(mdp: HIVTreatmentMDP) -> tuple[float, float]:
-    """The declared bound of every reward: Ernst et al.'s reward
-    ``-0.1 V - 2e4 e1^2 - 2e3 e2^2 + 1e3 E`` over the box :data:`LOG10_BOX` of states
-    (``V <= 10^6.5``, ``E <= 10^6``) and the actions. Data outside it are rejected."""
-    v_max, e_max = 10 ** LOG10_BOX[1][4], 10 ** LOG10_BOX[1][5]
-    penalties = [-mdp.drug_penalties[0] * e1**2 - mdp.drug_penalties[1] * e2**2
-                 for e1, e2 in mdp.actions]
-    return (-mdp.virus_weight * v_max + min(penalties), mdp.effector_weight * e_max
-            + max(penalties))
-
-
-@dataclasses.dataclass(eq=False)
-class _LoggedBehaviour:
-    """The behaviour (a :class:`~dprl.control.SoftmaxPolicy`) as a simulator policy drawing
-    the same actions, that also logs per call the behaviour's probability of each action
-    drawn and whether the target, greedy in the same action values, takes it: one
-    evaluation of Q per observation for both (no second pass over the data)."""
-
-    behaviour: SoftmaxPolicy
-    calls: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
-
-    def __call__(self, observations: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        q = self.behaviour.action_values(observations)
-        probabilities = self.behaviour.probabilities(observations, q)
-        actions = sample_actions(probabilities, rng)
-        self.calls.append((probabilities[np.arange(actions.size), actions],
-                           actions == np.argmax(q, axis=1)))
-        return actions
-
-    def logged(self, groups: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
-        """The probabilities of the actions taken and the target's probabilities of them
-        (1 or 0) ``(groups * n, steps)``, from a simulation of ``groups`` groups (one call
-        per group and step, step by step)."""
-        taken, greedy = (np.stack([call[k] for call in self.calls]) for k in (0, 1))
-        return tuple(x.reshape(steps, groups, -1).transpose(1, 2, 0).reshape(-1, steps)
-                     for x in (taken, greedy.astype(float)))
-
-
-def behaviour_data(policy_scale: str, temperature: float, n_patients: int,
-                   rng: np.random.Generator | Sequence[np.random.Generator]
-                   ) -> tuple[Episodes, np.ndarray]:
-    """``n_patients`` episodes of the behaviour (softmax of the learned Q of the policy at
-    ``policy_scale``, at ``temperature``), all patients at once, as :class:`Episodes`
-    (truncated at the horizon, with the behaviour's probabilities of the actions taken), and
-    the importance ratios ``rho_t = pi(a_t | o_t) / pi_b(a_t | o_t)`` ``(n, H)`` of the
-    greedy target (Xie et al. 2019, Eq. 2.1), both logged while simulating. A sequence of
-    ``k`` generators gives ``k`` data sets ``(k, n)`` from one batched integration, each the
-    same bits as its own call."""
-    weights, degree = policy_weights(policy_scale), policy_degree(policy_scale)
-    mdp = hiv_mdp(policy_scale)
-    behaviour = _LoggedBehaviour(behaviour_policy(weights, temperature, degree))
-    episodes = mdp.simulate(behaviour, n_patients, rng)
-    n, steps = episodes.actions.shape
-    taken, target = behaviour.logged(n // n_patients, steps)
-    data = Episodes(episodes.observations, episodes.actions, episodes.rewards,
-                    np.full(n, steps), np.zeros(n, dtype=bool), reward_range(mdp), taken)
-    ratios = target / taken
-    if isinstance(rng, np.random.Generator):
-        return data, ratios
-    batch = (n // n_patients, n_patients)
-    return Episodes(*(getattr(data, name).reshape(*batch, *getattr(data, name).shape[1:])
-                      for name in ("observations", "actions", "rewards", "lengths",
-                                   "terminated")), data.reward_range,
-                    taken.reshape(*batch, steps)), ratios.reshape(*batch, steps)
-
-
-@dataclasses.dataclass(frozen=True)
-class Reference:
-    """The public reference sample's features and statistics: ``features`` (decorrelated on
-    the sample), ``A, b, C`` of Eq. 2.1 in those features (``C`` ~ identity), and the
-    condition number of the sample's ``C`` in the base features."""
-
-    features: DecorrelatedFeatures
-    statistics: tuple[np.ndarray, np.ndarray, np.ndarray]
-    base_condition: float
-
-
-def reference(config: HIVConfig) -> Reference:
-    """:class:`Reference` from ``reference_episodes`` public behaviour episodes drawn with
-    ``reference_seed`` (cached: every trial of a process shares it)."""
-    return _reference(config.policy_scale, config.temperature, config.order,
-                      config.reference_episodes, config.reference_seed)
-
-
-@lru_cache(maxsize=4)
-def _reference(policy_scale: str, temperature: float, order: int, n_episodes: int,
-               seed: int) -> Reference:
-    data, ratios = behaviour_data(policy_scale, temperature, n_episodes,
-                                  np.random.default_rng([seed]))
-    base = value_features(order)
-    A, b, C = episode_statistics(*feature_table(data, base), hiv_mdp(policy_scale).gamma,
-                                 ratios)
-    features = DecorrelatedFeatures(base, C)
-    T = features.transform
-    return Reference(features, (T @ A @ T.T, T @ b, T @ C @ T.T), float(np.linalg.cond(C)))
 
 
 def _samples(config: HIVConfig, rngs: Sequence[np.random.Generator]
@@ -379,7 +275,7 @@ TUNING = register(Experiment(
     chapter="book/xie2019/hiv.ipynb",
     configs={"smoke": HIVConfig(n_trials=2, root_seed=13, batch_size=2, **_SMOKE),
              "paper": HIVConfig(n_trials=10, root_seed=13, batch_size=5)},
-    run_trials=tuning_trials, after=(POLICY.id,)))
+    run_trials=tuning_trials, after=(POLICY.id, REFERENCE.id)))
 
 HIV = register(Experiment(
     id="xie2019-hiv",
@@ -390,7 +286,7 @@ HIV = register(Experiment(
              # tuned(xie2019-hiv-tuning) (tested)
              "paper": HIVConfig(n_trials=50, root_seed=2019, batch_size=5, panel_m=400,
                                 tuned_steps=_TUNED)},
-    run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
+    run_trials=hiv_trials, after=(POLICY.id, REFERENCE.id, TUNING.id)))
 
 
 LARGE = register(Experiment(
@@ -403,7 +299,7 @@ LARGE = register(Experiment(
                                 **{**_SMOKE, "batch_sizes": (15, 20)}),
              "paper": HIVConfig(n_trials=2, root_seed=2023, batch_size=1,
                                 batch_sizes=(3000, 10000), tuned_steps=_TUNED[-1:] * 2)},
-    run_trials=hiv_trials, after=(POLICY.id, TUNING.id)))
+    run_trials=hiv_trials, after=(POLICY.id, REFERENCE.id, TUNING.id)))
 
 
 def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
@@ -412,5 +308,5 @@ def tuned(result: dict[str, np.ndarray], step_grid: Sequence[float]
     return tuned_steps(result["mspbe"], step_grid)
 
 
-__all__ = ["HIV", "LARGE", "TUNING", "HIVConfig", "Reference", "behaviour_data", "hiv_mdp",
-           "hiv_trials", "mean_ratios", "reference", "reward_range", "tuned", "tuning_trials"]
+__all__ = ["HIV", "LARGE", "TUNING", "HIVConfig", "hiv_trials", "mean_ratios", "tuned",
+           "tuning_trials"]
