@@ -77,7 +77,11 @@ crosscheck: $(XSTAMP)
 book: $(STAMP)
 	$(PINNED) $(BIN)/jupyter-book build . -W --keep-going --all
 
+# dprl is installed editable, so pip compiled none of it: compile it once here, or every
+# process the tests start (chapter kernels, workers, subprocesses) compiles what it imports
+# again where PYTHONDONTWRITEBYTECODE is set
 test: $(STAMP) $(XSTAMP)
+	$(BIN)/python -m compileall -q dprl
 	$(PINNED) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --nbval \
 		--nbval-sanitize-with nbval-sanitize.cfg --nbval-cell-timeout 600 -p no:cacheprovider
 
