@@ -468,3 +468,24 @@ def test_an_input_is_read_only_from_a_current_paper_result(tmp_path):
     sidecar_path.write_text(json.dumps(record))
     with pytest.raises(ValueError, match="test-toy result is stale"):
         current_arrays("test-toy", tmp_path)
+
+
+def test_own_settings_are_the_fields_a_config_kind_adds_in_its_order():
+    from dprl.engine.registry import own_settings
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Shared(TrialConfig):
+        b: int = 1
+        a: str = "x"
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Wider(TrialConfig):
+        a: str = "y"
+        c: float = 0.5
+        b: int = 2
+
+    wider = Wider(n_trials=3, root_seed=4, batch_size=2)
+    assert own_settings(wider, Shared) == (2, "y")
+    assert own_settings(Shared(n_trials=1, root_seed=0), Shared) == (1, "x")
+    with pytest.raises(AttributeError):
+        own_settings(TrialConfig(n_trials=1, root_seed=0), Shared)

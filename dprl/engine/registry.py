@@ -47,6 +47,15 @@ class TrialConfig:
         require_int("batch_size", self.batch_size, minimum=1)
 
 
+def own_settings(config: TrialConfig, kind: type[TrialConfig]) -> tuple:
+    """The values in ``config`` (any config with those fields) of the fields that ``kind``
+    adds to :class:`TrialConfig`, in ``kind``'s order: what a shared input (a reference
+    problem) depends on, whichever experiment's config asks for it."""
+    common = {field.name for field in dataclasses.fields(TrialConfig)}
+    return tuple(getattr(config, field.name) for field in dataclasses.fields(kind)
+                 if field.name not in common)
+
+
 def config_to_dict(config: TrialConfig) -> dict[str, Any]:
     """The config as plain JSON data (tuples become lists), as stored in provenance."""
     return json.loads(json.dumps(dataclasses.asdict(config)))

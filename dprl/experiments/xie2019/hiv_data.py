@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from dprl.control import SoftmaxPolicy
-from dprl.engine.registry import Experiment, TrialConfig, register
+from dprl.engine.registry import Experiment, TrialConfig, own_settings, register
 from dprl.engine.results import current_arrays
 from dprl.envs.episodes import Episodes, feature_table, sample_actions
 from dprl.envs.hiv import HIVTreatmentMDP
@@ -127,10 +127,6 @@ class ReferenceConfig(TrialConfig):
     reference_seed: int = 1
 
 
-def _settings(config: TrialConfig) -> tuple:
-    return tuple(getattr(config, field.name) for field in dataclasses.fields(ReferenceConfig)
-                 if field.name not in ("n_trials", "root_seed", "batch_size"))
-
 
 @lru_cache(maxsize=4)
 def simulated_statistics(policy_scale: str, temperature: float, order: int, n_episodes: int,
@@ -147,8 +143,8 @@ def reference(config: TrialConfig) -> Reference:
     """:class:`Reference` of ``config`` (any config with :class:`ReferenceConfig`'s fields):
     its statistics read from the committed ``xie2019-hiv-reference`` where the settings are
     its paper settings (that result must be current), else simulated."""
-    settings = _settings(config)
-    if settings == _settings(REFERENCE.config("paper")):
+    settings = own_settings(config, ReferenceConfig)
+    if settings == own_settings(REFERENCE.config("paper"), ReferenceConfig):
         arrays = current_arrays(REFERENCE.id)
         A, b, C = (arrays[name][0] for name in "AbC")
     else:
@@ -161,7 +157,7 @@ def reference(config: TrialConfig) -> Reference:
 def reference_trials(config: ReferenceConfig,
                      rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
     """``A``, ``b`` and ``C`` in the base features, simulated (the same in every trial)."""
-    statistics = simulated_statistics(*_settings(config))
+    statistics = simulated_statistics(*own_settings(config, ReferenceConfig))
     return {name: np.stack([statistics[k]] * len(rngs)) for k, name in enumerate("AbC")}
 
 

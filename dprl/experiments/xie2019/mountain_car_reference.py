@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy
-from dprl.engine.registry import Experiment, TrialConfig, register
+from dprl.engine.registry import Experiment, TrialConfig, own_settings, register
 from dprl.engine.results import current_arrays
 from dprl.envs import MountainCar, mountain_car_features
 from dprl.envs.episodes import Episodes, UniformPolicy, feature_table
@@ -61,16 +61,12 @@ def reference_statistics(config: TrialConfig, off_policy: bool
     :class:`ReferenceConfig`'s fields): read from the committed
     ``xie2019-mountain-car-reference`` where the settings are its paper settings (that
     result must be current), else simulated (:func:`simulated_statistics`)."""
-    settings = _settings(config)
-    if settings == _settings(REFERENCE.config("paper")):
+    settings = own_settings(config, ReferenceConfig)
+    if settings == own_settings(REFERENCE.config("paper"), ReferenceConfig):
         arrays = current_arrays(REFERENCE.id)
         return tuple(arrays[name][int(off_policy)] for name in ("A", "b", "C"))
     return simulated_statistics(*settings, off_policy)
 
-
-def _settings(config: TrialConfig) -> tuple:
-    return tuple(getattr(config, field.name) for field in dataclasses.fields(ReferenceConfig)
-                 if field.name not in ("n_trials", "root_seed", "batch_size"))
 
 
 @lru_cache(maxsize=8)
@@ -93,7 +89,8 @@ def simulated_statistics(policy_scale: str, behaviour_epsilon: float, gamma: flo
 def reference_trials(config: ReferenceConfig,
                      rngs: Sequence[np.random.Generator]) -> dict[str, np.ndarray]:
     """Per trial (0: on-policy, 1: off-policy), ``A``, ``b`` and ``C`` simulated."""
-    parts = [simulated_statistics(*_settings(config), bool(trial_index(rng))) for rng in rngs]
+    settings = own_settings(config, ReferenceConfig)
+    parts = [simulated_statistics(*settings, bool(trial_index(rng))) for rng in rngs]
     return {name: np.stack([part[k] for part in parts]) for k, name in enumerate("AbC")}
 
 
