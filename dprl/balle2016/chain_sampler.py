@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dprl.balle2016.statistics import FirstVisitSummary
+from dprl.balle2016.statistics import FirstVisitSummary, return_bound
 from dprl.envs import ChainMDP
-from dprl.validation import require_int, require_positive
+from dprl.validation import require_int
 
 
 class _Laws:
@@ -180,7 +180,7 @@ def sample_first_visit_summaries(mdp: ChainMDP, sizes: Sequence[int], rng: np.ra
     if not sizes or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
         raise ValueError(f"sizes must be a non-empty increasing sequence, got {sizes}")
     r_max = mdp.reward_range[1]
-    bound = r_max / (1 - mdp.gamma) if f_max is None else require_positive("f_max", f_max)
+    bound = return_bound(r_max, mdp.gamma, f_max)
     if bound < r_max:  # one reward of r_max: entering the goal from the state before it
         raise ValueError(f"f_max must be at least the largest return on the chain, {r_max}, "
                          f"got {bound}")

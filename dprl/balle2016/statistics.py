@@ -172,6 +172,12 @@ class FirstVisitData:
         return self.summary.mean_returns
 
 
+def return_bound(r_max: float, gamma: float, f_max: float | None = None) -> float:
+    """``F_max`` (Sec. 3.1): the public bound ``f_max`` on every return where one is given,
+    else ``R_max / (1 - gamma)``."""
+    return r_max / (1 - gamma) if f_max is None else require_positive("f_max", f_max)
+
+
 def first_visit_data(trajectories: Trajectories, gamma: float, n_states: int, r_max: float,
                      f_max: float | None = None) -> FirstVisitData:
     """:class:`FirstVisitData` of ``trajectories`` (batch ``(*datasets, m)``), refusing any
@@ -182,8 +188,7 @@ def first_visit_data(trajectories: Trajectories, gamma: float, n_states: int, r_
         raise ValueError(f"trajectories must be a Trajectories, got {type(trajectories).__name__}")
     require_in_bounds("rewards", trajectories.rewards[trajectories.transition_mask], 0.0, r_max)
     returns, visited = first_visit_returns(trajectories, gamma, n_states)
-    bound = r_max / (1 - gamma) if f_max is None else require_positive("f_max", f_max)
-    return FirstVisitData(returns, visited, bound)
+    return FirstVisitData(returns, visited, return_bound(r_max, gamma, f_max))
 
 
 def require_first_visit_data(data: FirstVisitData) -> FirstVisitData:

@@ -22,7 +22,7 @@ from dprl.balle2016 import (dp_lsl, dp_lsl_noise_scale, dp_lsw, dp_lsw_noise_sca
 from dprl.balle2016.authors_code import (authors_dp_lsl, authors_dp_lsw, authors_lsw_noise_scale,
                                          authors_ridge_threshold)
 from dprl.balle2016.chain_sampler import sample_first_visit_summaries
-from dprl.balle2016.statistics import FirstVisitSummary, stack_summaries
+from dprl.balle2016.statistics import FirstVisitSummary, return_bound, stack_summaries
 from dprl.balle2016.utility import lsl_excess_risk, lsw_excess_risk
 from dprl.envs import ChainMDP
 from dprl.engine.registry import Experiment, TrialConfig, register
@@ -274,7 +274,8 @@ def exact_sampler_summaries(arrays: dict[str, np.ndarray], config: ExactSamplerC
                             ) -> list[FirstVisitSummary]:
     """The runs of a ``balle2016-utility-large`` result as one summary per size, the runs
     stacked on the first axis."""
-    bound = ChainMDP().reward_range[1] / (1 - ChainMDP().gamma)
+    chain = ChainMDP()
+    bound = return_bound(chain.reward_range[1], chain.gamma)
     return [FirstVisitSummary(arrays["counts"][:, j], arrays["return_sums"][:, j], m, bound)
             for j, m in enumerate(config.sizes)]
 
