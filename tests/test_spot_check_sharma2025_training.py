@@ -6,10 +6,7 @@ Each run needs the environment's whole data set (:mod:`dprl.sharma2025.training_
 seconds to record for CartPole and Acrobot, about 7 minutes each for LunarLander and HIV on
 two cores, too long for every CI run. Those two are drawn only where their data cache exists
 (after any local run of their experiments or chapters); their runs are otherwise the same
-code as the twins'. The twins' training runs and learning curves take 48-680 CPU s a trial
-(heavy, ``spot_check.HEAVY_TRIAL_S``): CI recomputes the offline-RL chapter's learning
-curves (non-private CQL and BCQ on CartPole) with the other vendor's MKL, and
-``make spot-check-heavy`` the rest.
+code as the twins'.
 """
 
 import pytest
