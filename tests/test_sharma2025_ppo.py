@@ -8,14 +8,15 @@ import torch
 from dprl.determinism import deterministic_torch
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.engine.batches import compute_trials
-from dprl.experiments.sharma2025.ppo import (CARTPOLE_EXPERTS_PPO, CARTPOLE_PPO_AGREEMENT,
+from dprl.experiments.sharma2025.ppo import (ACROBOT_EXPERTS_PPO, CARTPOLE_EXPERTS_PPO,
+                                             CARTPOLE_PPO_AGREEMENT,
                                              PPOComparisonConfig, agreement_comparison,
                                              cem_experts_of, replicated_release)
 from dprl.seeding import trial_generators
 from dprl.sharma2025.experts import ExpertPopulation
 from dprl.sharma2025.ppo import (MLPPolicies, PPOSettings, gae, mlp_forward, n_parameters,
                                  ppo_loss, train_ppo_experts, unflatten)
-from dprl.sharma2025.variants import DEFAULTS
+from dprl.sharma2025.variants import DEFAULTS, variant_grid
 
 deterministic_torch()
 
@@ -119,6 +120,23 @@ def test_smoke_experiment_repeats_its_bits_and_experts_plug_into_the_population_
     assert greedy.shape == (6, 7) and greedy.dtype == np.int64
     np.testing.assert_array_equal(experts.select([5, 0]).greedy_actions(obs),
                                   greedy[[5, 0]])
+
+
+def test_acrobot_experts_train_on_their_own_variants_within_the_return_range():
+    """The Acrobot pilot at smoke scale: 3 of 4 agents kept per setting, networks for 6
+    observations and 3 actions, the grid's parameter values of settings 0 and 500, and
+    returns of -1 per step until the goal, so in [-eval_horizon, 0]."""
+    config = ACROBOT_EXPERTS_PPO.config("smoke")
+    out = compute_trials(ACROBOT_EXPERTS_PPO, config, range(config.n_trials))
+    assert out["parameters"].shape == (2, 3, n_parameters(6, config.ppo.hidden, 3))
+    np.testing.assert_array_equal(out["setting_index"], [0, 500])
+    for name, values in variant_grid("Acrobot").items():
+        np.testing.assert_array_equal(out[f"setting_{name}"], values[[0, 500]])
+    horizon = config.ppo.eval_horizon
+    for name in ("own_returns", "default_returns", "candidate_returns"):
+        assert np.all((out[name] >= -horizon) & (out[name] <= 0)), name
+    kept = np.sort(out["candidate_returns"], axis=1)[:, ::-1][:, :3]
+    np.testing.assert_array_equal(np.sort(out["own_returns"], axis=1)[:, ::-1], kept)
 
 
 def _constant(actions):

@@ -9,6 +9,10 @@
   own variant (``own_returns``, 10 greedy episodes). App. B.1's networks (512, 256, 64) cost
   about 14 times as much per update on this machine (measured: 186 ms against 13 ms per
   agent and update), some 5 CPU hours for these 400 agents: not run.
+- ``sharma2025-acrobot-experts-ppo``: the same on Acrobot with RL Baselines3 Zoo's tuned
+  Acrobot-v1 settings (:data:`ACROBOT_ZOO_PPO`, 10^6 environment steps each), a pilot on
+  every 100th setting: whether they converge on the twin without the Zoo's normalisation,
+  and what an agent costs.
 - :func:`agreement_comparison`: App. B.1's data of several populations (:func:`ppo_and_cem`:
   the PPO experts and the converged CEM experts of the same settings), recorded on the
   default CartPole as the release experiments record it, and the share of each
@@ -34,7 +38,7 @@ import numpy as np
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.experiments.sharma2025.experts import (CLASSIC, TWINS, GridConfig, classic_experts,
-                                                 result_arrays)
+                                                 experts_id, result_arrays)
 from dprl.seeding import named_stream, trial_index
 from dprl.sharma2025.agreement import PREFIX_LENGTHS, prefix_agreement
 from dprl.sharma2025.datasets import ExpertData, record
@@ -84,19 +88,36 @@ def ppo_experts_trials(config: PPOExpertsConfig,
 
 #: Every 10th CartPole setting at paper scale.
 STRIDE = 10
-CARTPOLE_EXPERTS_PPO = register(Experiment(
-    id="sharma2025-cartpole-experts-ppo",
-    title="Sharma et al. (2025), App. B.1: CartPole PPO experts (every 10th of the 1000 "
-          "variants)",
-    chapter="book/sharma2025/experts.ipynb",
-    configs={"smoke": PPOExpertsConfig(
-                 n_trials=2, root_seed=2225, batch_size=2, stride=500, env="CartPole",
-                 ppo=PPOSettings(hidden=(16, 16), timesteps=512, n_envs=4, n_steps=32,
-                                 minibatch=64, n_epochs=2, eval_episodes=2, eval_horizon=50)),
-             "paper": PPOExpertsConfig(n_trials=100, root_seed=2225, batch_size=25,
-                                       stride=STRIDE, env="CartPole",
-                                       ppo=PPOSettings(timesteps=51_200))},
-    run_trials=ppo_experts_trials))
+#: The smoke scale's PPO: small networks, two updates, short evaluations.
+_SMOKE_PPO = PPOSettings(hidden=(16, 16), timesteps=512, n_envs=4, n_steps=32, minibatch=64,
+                         n_epochs=2, eval_episodes=2, eval_horizon=50)
+
+
+def _ppo_experts(env: str, root_seed: int, ppo: PPOSettings, n_trials: int, stride: int,
+                 batch_size: int, what: str) -> Experiment:
+    return register(Experiment(
+        id=experts_id(env) + "-ppo",
+        title=f"Sharma et al. (2025), App. B.1: {env} PPO experts ({what})",
+        chapter="book/sharma2025/experts.ipynb",
+        configs={"smoke": PPOExpertsConfig(n_trials=2, root_seed=root_seed, batch_size=2,
+                                           stride=500, env=env, ppo=_SMOKE_PPO),
+                 "paper": PPOExpertsConfig(n_trials=n_trials, root_seed=root_seed,
+                                           batch_size=batch_size, stride=stride, env=env,
+                                           ppo=ppo)},
+        run_trials=ppo_experts_trials))
+
+
+CARTPOLE_EXPERTS_PPO = _ppo_experts("CartPole", 2225, PPOSettings(timesteps=51_200), 100,
+                                    STRIDE, 25, "every 10th of the 1000 variants")
+#: RL Baselines3 Zoo's tuned Acrobot-v1 PPO (16 environments x 256 steps, minibatches of 64,
+#: 4 epochs, gamma 0.99, GAE lambda 0.94, learning rate 3e-4, 10^6 steps), without the Zoo's
+#: running normalisation of observations and rewards, which dprl.sharma2025.ppo lacks.
+ACROBOT_ZOO_PPO = PPOSettings(timesteps=1_000_000, n_envs=16, n_steps=256, minibatch=64,
+                              n_epochs=4, gamma=0.99, gae_lambda=0.94, learning_rate=3e-4)
+#: A pilot: every 100th Acrobot setting (10 of the 1000); every 10th would take about
+#: 8000 CPU s (20 s per agent).
+ACROBOT_EXPERTS_PPO = _ppo_experts("Acrobot", 2227, ACROBOT_ZOO_PPO, 10, 100, 5,
+                                   "a pilot on every 100th of the 1000 variants")
 
 
 @lru_cache(maxsize=2)
