@@ -489,3 +489,17 @@ def test_own_settings_are_the_fields_a_config_kind_adds_in_its_order():
     assert own_settings(Shared(n_trials=1, root_seed=0), Shared) == (1, "x")
     with pytest.raises(AttributeError):
         own_settings(TrialConfig(n_trials=1, root_seed=0), Shared)
+
+
+def test_a_shared_input_is_read_where_committed_and_left_to_the_caller_elsewhere():
+    """stored_at_paper_settings: the committed arrays for a config with the paper config's own
+    settings, whatever its trials and seed; None for other settings (smoke)."""
+    from dprl.engine.results import load, stored_at_paper_settings
+    from dprl.experiments.xie2019.hiv import HIV
+
+    committed = load("xie2019-hiv-reference").arrays
+    stored = stored_at_paper_settings("xie2019-hiv-reference", HIV.config("paper"))
+    assert stored.keys() == committed.keys()
+    for name, array in committed.items():
+        np.testing.assert_array_equal(stored[name], array)
+    assert stored_at_paper_settings("xie2019-hiv-reference", HIV.config("smoke")) is None

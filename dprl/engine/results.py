@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dprl.engine.registry import config_to_dict, get
+from dprl.engine.registry import TrialConfig, config_to_dict, get, own_settings
 from dprl.engine.storage import read_sidecar, sha256
 from dprl.paths import RESULTS_DIR
 
@@ -95,6 +95,20 @@ def current_arrays(experiment_id: str, results_dir: Path | str = RESULTS_DIR
         raise ValueError(f"the stored {experiment_id} result {_STATES[state]}; run: "
                          f"{regenerate_command(experiment_id, 'paper', results_dir)}")
     return load(experiment_id, "paper", results_dir).arrays
+
+
+
+def stored_at_paper_settings(experiment_id: str, config: TrialConfig,
+                             results_dir: Path | str = RESULTS_DIR
+                             ) -> dict[str, np.ndarray] | None:
+    """A shared input (a reference problem) where it was committed: the arrays of
+    ``experiment_id`` (:func:`current_arrays`, so it must be current) when ``config`` (any
+    config with the fields of its paper config's class) has the paper config's own settings
+    (:func:`~dprl.engine.registry.own_settings`), else None (the caller computes it)."""
+    paper = get(experiment_id).config("paper")
+    if own_settings(config, type(paper)) != own_settings(paper, type(paper)):
+        return None
+    return current_arrays(experiment_id, results_dir)
 
 
 RECOMPUTE_ENV = "DPRL_RECOMPUTE"

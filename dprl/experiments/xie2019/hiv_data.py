@@ -20,7 +20,7 @@ import numpy as np
 
 from dprl.control import SoftmaxPolicy
 from dprl.engine.registry import Experiment, TrialConfig, own_settings, register
-from dprl.engine.results import current_arrays
+from dprl.engine.results import stored_at_paper_settings
 from dprl.envs.episodes import Episodes, feature_table, sample_actions
 from dprl.envs.hiv import HIVTreatmentMDP
 from dprl.envs.hiv_features import LOG10_BOX, value_features
@@ -143,12 +143,11 @@ def reference(config: TrialConfig) -> Reference:
     """:class:`Reference` of ``config`` (any config with :class:`ReferenceConfig`'s fields):
     its statistics read from the committed ``xie2019-hiv-reference`` where the settings are
     its paper settings (that result must be current), else simulated."""
-    settings = own_settings(config, ReferenceConfig)
-    if settings == own_settings(REFERENCE.config("paper"), ReferenceConfig):
-        arrays = current_arrays(REFERENCE.id)
-        A, b, C = (arrays[name][0] for name in "AbC")
+    stored = stored_at_paper_settings(REFERENCE.id, config)
+    if stored is None:
+        A, b, C = simulated_statistics(*own_settings(config, ReferenceConfig))
     else:
-        A, b, C = simulated_statistics(*settings)
+        A, b, C = (stored[name][0] for name in "AbC")
     features = DecorrelatedFeatures(value_features(config.order), C)
     T = features.transform
     return Reference(features, (T @ A @ T.T, T @ b, T @ C @ T.T), float(np.linalg.cond(C)))

@@ -15,7 +15,7 @@ import numpy as np
 
 from dprl.control.linear_q import EpsilonGreedyPolicy, greedy_policy
 from dprl.engine.registry import Experiment, TrialConfig, own_settings, register
-from dprl.engine.results import current_arrays
+from dprl.engine.results import stored_at_paper_settings
 from dprl.envs import MountainCar, mountain_car_features
 from dprl.envs.episodes import Episodes, UniformPolicy, feature_table
 from dprl.envs.episodes import importance_ratios as episode_ratios
@@ -61,11 +61,10 @@ def reference_statistics(config: TrialConfig, off_policy: bool
     :class:`ReferenceConfig`'s fields): read from the committed
     ``xie2019-mountain-car-reference`` where the settings are its paper settings (that
     result must be current), else simulated (:func:`simulated_statistics`)."""
-    settings = own_settings(config, ReferenceConfig)
-    if settings == own_settings(REFERENCE.config("paper"), ReferenceConfig):
-        arrays = current_arrays(REFERENCE.id)
-        return tuple(arrays[name][int(off_policy)] for name in ("A", "b", "C"))
-    return simulated_statistics(*settings, off_policy)
+    stored = stored_at_paper_settings(REFERENCE.id, config)
+    if stored is None:
+        return simulated_statistics(*own_settings(config, ReferenceConfig), off_policy)
+    return tuple(stored[name][int(off_policy)] for name in ("A", "b", "C"))
 
 
 
