@@ -3,6 +3,7 @@ workers of a running scheduler (--scheduler, DPRL_SCHEDULER) give the serial run
 when a worker is killed or the workers cannot see the results folder; a worker started with
 other floating-point settings is refused before any batch is submitted."""
 
+import ast
 import json
 import logging
 import os
@@ -62,6 +63,35 @@ def test_jobs_run_the_batches_on_a_local_cluster_with_the_serial_bits(serial, tm
     assert "workers" not in serial.provenance
     assert not result_paths(EXPERIMENT, "smoke", tmp_path)[2].exists()
     assert dict(os.environ) == environment  # the cluster's nannies leave no variable behind
+
+
+def test_local_workers_start_without_the_nannys_malloc_trim_threshold():
+    """dask's nanny sets MALLOC_TRIM_THRESHOLD_ (a training step then costs about twice the
+    CPU time); a local cluster's workers start without it and with dask's other settings."""
+    names = [*dask_workers.NANNY_UNSET, "OMP_NUM_THREADS"]
+    assert set(dask_workers.NANNY_UNSET) <= set(dask.config.get(
+        "distributed.nanny.pre-spawn-environ"))                    # dask's default sets them
+    with dask_engine.dask_client(2, None) as client:
+        states = client.run(dask_workers.environment_at_start, names)
+    assert len(states) == 2
+    assert all(state == {**dict.fromkeys(dask_workers.NANNY_UNSET), "OMP_NUM_THREADS": "1"}
+               for state in states.values()), states
+
+
+def test_the_shell_word_for_dask_worker_unsets_the_same_variables():
+    """``env <nanny_environment()> dask worker ...``: the nanny's settings it reads drop
+    :data:`NANNY_UNSET` and keep the rest."""
+    name, value = dask_workers.nanny_environment().split("=", 1)
+    code = ("import dask, distributed; "
+            "print(dask.config.get('distributed.nanny.pre-spawn-environ'))")
+    env = {**os.environ, name: subprocess.run(["bash", "-c", f"printf %s {value}"],
+                                              capture_output=True, text=True).stdout}
+    shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout
+    entries = ast.literal_eval(shown)
+    assert {name: entries[name] for name in dask_workers.NANNY_UNSET} == dict.fromkeys(
+        dask_workers.NANNY_UNSET)
+    assert entries["OMP_NUM_THREADS"] == 1
 
 
 def _written(path) -> bool:
@@ -394,10 +424,11 @@ def test_slurm_jobs_start_pinned_workers_from_this_checkout(monkeypatch):
     with slurm.slurm_cluster(2) as cluster:
         script = cluster.job_script()
     lines = script.splitlines()
-    cd, export = slurm_options.job_script_prologue()
+    cd, export, nanny = slurm_options.job_script_prologue()
     assert cd == f"cd {REPO_ROOT}" and export == f"export $({sys.executable} -m dprl env)"
+    assert nanny == f"export {dask_workers.nanny_environment()}"
     worker = next(line for line in lines if "distributed.cli.dask_worker" in line)
-    assert lines.index(cd) < lines.index(export) < lines.index(worker)
+    assert lines.index(cd) < lines.index(export) < lines.index(nanny) < lines.index(worker)
     assert worker.startswith(sys.executable) and "--nthreads 1" in worker
     assert "#SBATCH -J dprl" in script
 

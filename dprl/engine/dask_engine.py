@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from dprl.engine.batches import assemble, read_batch, save_batch
 from dprl.engine.dask_workers import (REFUSED_TOPIC, WorkerRefused, batch_task, expected,
-                                      mismatch, report_refusal, worker_state)
+                                      mismatch, nanny_config, report_refusal, worker_state)
 from dprl.engine.plan import Plan
 from dprl.engine.results import Result, folder_key, load, status
 from dprl.engine.storage import read_json, write_text
@@ -320,7 +320,9 @@ def dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> I
     :data:`LOOPBACK` only and speak TLS with temporary credentials of their own (in this
     process's memory, handed to the workers as they start), whose workers ignore SIGINT and
     inherit this process's environment, the floating-point settings :mod:`dprl` pinned at
-    import included. A cluster started here is closed on exit."""
+    import included, without the nanny's :data:`~dprl.engine.dask_workers.NANNY_UNSET`. A
+    cluster started here is closed on exit."""
+    import dask
     from distributed import Client, LocalCluster
     from distributed.security import Security
 
@@ -331,6 +333,7 @@ def dask_client(jobs: int, scheduler: str | None, slurm: int | None = None) -> I
             target = stack.enter_context(slurm_cluster(slurm))
         elif scheduler is None:
             stack.enter_context(_environment_kept())
+            stack.enter_context(dask.config.set(nanny_config()))
             with _sigint_ignored():
                 target = stack.enter_context(LocalCluster(
                     n_workers=jobs, threads_per_worker=1, processes=True, memory_limit=0,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
+from dprl.engine.dask_workers import nanny_environment
 from dprl.paths import REPO_ROOT
 from dprl.validation import require_int, require_positive
 
@@ -132,10 +133,12 @@ def worker_lifetime(walltime_s: float) -> tuple[float, float]:
 
 
 def job_script_prologue() -> list[str]:
-    """dprl's lines of the job script, after the user's: to this checkout, and the pinned
-    floating point (``python -m dprl env``) exported."""
+    """dprl's lines of the job script, after the user's: to this checkout, the pinned
+    floating point (``python -m dprl env``) exported, and the nanny told to start its workers
+    without :data:`~dprl.engine.dask_workers.NANNY_UNSET`."""
     python = shlex.quote(sys.executable)
-    return [f"cd {shlex.quote(str(REPO_ROOT))}", f"export $({python} -m dprl env)"]
+    return [f"cd {shlex.quote(str(REPO_ROOT))}", f"export $({python} -m dprl env)",
+            f"export {nanny_environment()}"]
 
 
 def cluster_options() -> dict[str, Any]:
