@@ -389,11 +389,23 @@ def test_compute_by_part_sums_the_recorded_seconds(tmp_path):
 
 
 def test_each_result_belongs_to_its_part_and_extensions_make_their_own():
-    from dprl.engine.report import part_of
+    from dprl.engine.report import paper_of, part_of
 
     assert part_of("sharma2025-cartpole-training") == "sharma2025"
     assert part_of("sharma2025-hiv-long") == "sharma2025, longer runs"
     assert part_of("audit-xie2019-paper") == "audit"
+    assert paper_of("sharma2025-hiv-long") == paper_of("audit-sharma2025-release") == "sharma2025"
+    assert paper_of("audit-gaussian") == "gaussian" and paper_of("primer-policy-evaluation") == "primer"
+
+
+def test_compute_by_paper_adds_up_the_parts_of_each_paper():
+    from dprl.engine.report import compute_by_part, paper_of
+
+    parts, papers = ({row[0]: row[3] for row in compute_by_part(part=grouping).rows}
+                     for grouping in (lambda i: i, paper_of))
+    sharma = [seconds for name, seconds in parts.items() if "sharma2025" in name]
+    assert len(sharma) > 40 and papers["sharma2025"] == pytest.approx(sum(sharma))
+    assert papers["all"] == pytest.approx(parts["all"])
 
 
 def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, capsys):

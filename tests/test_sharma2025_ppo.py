@@ -8,10 +8,11 @@ import torch
 from dprl.determinism import deterministic_torch
 from dprl.envs.cartpole import CartPoleVariants
 from dprl.engine.batches import compute_trials
-from dprl.experiments.sharma2025.ppo import (ACROBOT_EXPERTS_PPO, CARTPOLE_EXPERTS_PPO,
-                                             CARTPOLE_PPO_AGREEMENT,
+from dprl.experiments.sharma2025.ppo import (ACROBOT_EXPERTS_PPO, ACROBOT_PPO_AGREEMENT,
+                                             CARTPOLE_EXPERTS_PPO, CARTPOLE_PPO_AGREEMENT,
                                              PPOComparisonConfig, agreement_comparison,
-                                             cem_experts_of, replicated_release)
+                                             cem_experts_of, demonstrations,
+                                             replicated_release)
 from dprl.seeding import trial_generators
 from dprl.sharma2025.experts import ExpertPopulation
 from dprl.sharma2025.ppo import (MLPPolicies, PPOSettings, gae, mlp_forward, n_parameters,
@@ -123,7 +124,7 @@ def test_smoke_experiment_repeats_its_bits_and_experts_plug_into_the_population_
 
 
 def test_acrobot_experts_train_on_their_own_variants_within_the_return_range():
-    """The Acrobot pilot at smoke scale: 3 of 4 agents kept per setting, networks for 6
+    """The Acrobot population at smoke scale: 3 of 4 agents kept per setting, networks for 6
     observations and 3 actions, the grid's parameter values of settings 0 and 500, and
     returns of -1 per step until the goal, so in [-eval_horizon, 0]."""
     config = ACROBOT_EXPERTS_PPO.config("smoke")
@@ -157,16 +158,28 @@ def test_agreement_comparison_on_experts_with_known_agreement():
     np.testing.assert_array_equal(out["split"], np.full((12, 3), 0.5))
 
 
-def test_the_comparison_at_smoke_scale_measures_each_population_alone():
+@pytest.mark.parametrize("experiment", [CARTPOLE_PPO_AGREEMENT, ACROBOT_PPO_AGREEMENT],
+                         ids=lambda experiment: experiment.id)
+def test_the_comparison_at_smoke_scale_measures_each_population_alone(experiment):
     """Trial 0 is PPO's, trial 1 CEM's; either recomputed alone gives the same bits."""
-    config = CARTPOLE_PPO_AGREEMENT.config("smoke")
-    both = compute_trials(CARTPOLE_PPO_AGREEMENT, config, range(2))
+    config = experiment.config("smoke")
+    both = compute_trials(experiment, config, range(2))
     assert both["agreement"].shape == (2, 8, 3) and both["stable"].shape == (2, 1, 1)
     assert np.all((both["agreement"] >= 0) & (both["agreement"] <= 1))
-    alone = compute_trials(CARTPOLE_PPO_AGREEMENT, config, [1])
+    alone = compute_trials(experiment, config, [1])
     for name, array in alone.items():
         np.testing.assert_array_equal(array[0], both[name][1], err_msg=name)
-    assert cem_experts_of(np.array([0, 500]), scale="smoke").n_experts == 6
+    assert cem_experts_of(np.array([0, 500]), scale="smoke", env=config.env).n_experts == 6
+
+
+def test_the_demonstrations_are_recorded_on_the_populations_default_environment():
+    """An Acrobot population's data come from the default Acrobot (6 observations, 3
+    actions), CartPole's from CartPole (4, 2)."""
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    for env, (obs_dim, n_actions) in {"CartPole": (4, 2), "Acrobot": (6, 3)}.items():
+        experts = cem_experts_of(np.array([0]), scale="smoke", env=env)
+        observations, actions = demonstrations(experts, 2, 0.02, 30, rng, env).trajectory(0)
+        assert observations.shape[1] == obs_dim and 0 <= actions.min() <= actions.max() < n_actions
 
 
 def test_replicated_release_keeps_more_of_unanimous_experts():
@@ -195,10 +208,13 @@ def test_replicated_release_keeps_more_of_unanimous_experts():
     (lambda: agreement_comparison({"a": _constant([0])}, 1, np.random.RandomState(0)), "rng"),
     (lambda: agreement_comparison({}, 1, np.random.default_rng(0)), "populations"),
     (lambda: cem_experts_of(np.array([5]), scale="smoke"), "settings"),
-    (lambda: PPOComparisonConfig(n_trials=3, root_seed=0, experts_scale="smoke",
-                                 n_trajectories=8), "n_trials"),
-    (lambda: PPOComparisonConfig(n_trials=2, root_seed=0, experts_scale="big",
+    (lambda: PPOComparisonConfig(n_trials=3, root_seed=0, env="CartPole",
+                                 experts_scale="smoke", n_trajectories=8), "n_trials"),
+    (lambda: PPOComparisonConfig(n_trials=2, root_seed=0, env="CartPole", experts_scale="big",
                                  n_trajectories=8), "experts_scale"),
+    (lambda: PPOComparisonConfig(n_trials=2, root_seed=0, env="HIV", experts_scale="smoke",
+                                 n_trajectories=8), "env"),
+    (lambda: cem_experts_of(np.array([0]), scale="smoke", env="HIV"), "env"),
     (lambda: replicated_release(_constant([0]), 10, 5.0, 1,
                                 np.random.default_rng(np.random.SeedSequence(0))), "eps"),
     (lambda: replicated_release(_constant([0]), 0, 10.0, 1,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from dprl.engine.registry import SCALES, all_experiments, config_to_dict
@@ -88,16 +89,24 @@ def part_of(experiment_id: str) -> str:
     return part if extension is None else f"{part}, {extension}"
 
 
-def compute_by_part(results_dir: Path | str = RESULTS_DIR) -> Table:
-    """The compute the committed paper-scale results of each part of the book
-    (:func:`part_of`) record: CPU seconds summed over their sidecars, for how many of them,
-    as minutes on a 2-core machine (CPU seconds / 2 / 60), and the processors they were
-    measured on; a last row sums the book."""
+def paper_of(experiment_id: str) -> str:
+    """The paper an experiment reproduces or audits: its id's first part, the second for an
+    audit (``audit-sharma2025-release``: ``sharma2025``; ``audit-gaussian``: ``gaussian``)."""
+    parts = experiment_id.split("-")
+    return parts[1] if parts[0] == "audit" and len(parts) > 1 else parts[0]
+
+
+def compute_by_part(results_dir: Path | str = RESULTS_DIR,
+                    part: Callable[[str], str] = part_of) -> Table:
+    """The compute the committed paper-scale results of each part of the book (``part`` of
+    an id: :func:`part_of`, or :func:`paper_of`) record: CPU seconds summed over their
+    sidecars, for how many of them, as minutes on a 2-core machine (CPU seconds / 2 / 60),
+    and the processors they were measured on; a last row sums the book."""
     parts: dict[str, list[dict]] = {}
     for experiment in all_experiments():
         if status(experiment.id, "paper", results_dir) == "current":
             record = load(experiment.id, "paper", results_dir).provenance
-            parts.setdefault(part_of(experiment.id), []).append(record)
+            parts.setdefault(part(experiment.id), []).append(record)
     parts["all"] = [record for records in list(parts.values()) for record in records]
     rows = []
     for part, records in parts.items():

@@ -9,20 +9,20 @@
   own variant (``own_returns``, 10 greedy episodes). App. B.1's networks (512, 256, 64) cost
   about 14 times as much per update on this machine (measured: 186 ms against 13 ms per
   agent and update), some 5 CPU hours for these 400 agents: not run.
-- ``sharma2025-acrobot-experts-ppo``: the same on Acrobot with RL Baselines3 Zoo's tuned
-  Acrobot-v1 settings (:data:`ACROBOT_ZOO_PPO`, 10^6 environment steps each), a pilot on
-  every 100th setting: whether they converge on the twin without the Zoo's normalisation,
-  and what an agent costs.
+- ``sharma2025-acrobot-experts-ppo``: the same on every 10th Acrobot setting with RL
+  Baselines3 Zoo's tuned Acrobot-v1 settings (:data:`ACROBOT_ZOO_PPO`, 10^6 environment
+  steps each). Acrobot has no cap: convergence is measured by Gymnasium's reward threshold
+  (-100) on the own variant and by the training curve.
 - :func:`agreement_comparison`: App. B.1's data of several populations (:func:`ppo_and_cem`:
   the PPO experts and the converged CEM experts of the same settings), recorded on the
-  default CartPole as the release experiments record it, and the share of each
+  default environment as the release experiments record it, and the share of each
   population's experts that agree with every action of a trajectory's first 10 / 20 / 40
   steps (:func:`dprl.sharma2025.agreement.prefix_agreement`).
 - :func:`replicated_release`: the stable transitions DataRelease keeps from a population
   with every expert repeated to App. B.3's ``m`` (the shares above unchanged): at
   ``m = 300`` the threshold exceeds ``m`` and nothing is ever released.
-- ``sharma2025-cartpole-ppo-agreement``: both measurements of each population, one trial
-  each (:class:`PPOComparisonConfig`).
+- ``sharma2025-<env>-ppo-agreement`` (CartPole, Acrobot): both measurements of each
+  population, one trial each (:class:`PPOComparisonConfig`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dprl.envs.cartpole import CartPoleVariants
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.experiments.sharma2025.experts import (CLASSIC, TWINS, GridConfig, classic_experts,
                                                  experts_id, result_arrays)
@@ -114,31 +113,35 @@ CARTPOLE_EXPERTS_PPO = _ppo_experts("CartPole", 2225, PPOSettings(timesteps=51_2
 #: running normalisation of observations and rewards, which dprl.sharma2025.ppo lacks.
 ACROBOT_ZOO_PPO = PPOSettings(timesteps=1_000_000, n_envs=16, n_steps=256, minibatch=64,
                               n_epochs=4, gamma=0.99, gae_lambda=0.94, learning_rate=3e-4)
-#: A pilot: every 100th Acrobot setting (10 of the 1000); every 10th would take about
-#: 6200 CPU s (15.4 CPU s an agent, measured by this pilot; the experts chapter computes it).
-ACROBOT_EXPERTS_PPO = _ppo_experts("Acrobot", 2227, ACROBOT_ZOO_PPO, 10, 100, 5,
-                                   "a pilot on every 100th of the 1000 variants")
+ACROBOT_EXPERTS_PPO = _ppo_experts("Acrobot", 2227, ACROBOT_ZOO_PPO, 100, STRIDE, 10,
+                                   "every 10th of the 1000 variants")
 
 
-@lru_cache(maxsize=2)
-def ppo_experts(scale: str = "paper") -> tuple[MLPPolicies, np.ndarray]:
-    """The ``3 x n_settings`` CartPole PPO experts, setting by setting, and the grid index of
-    each expert's setting (committed at paper scale, recomputed at smoke scale)."""
+#: The PPO populations by environment.
+PPO_EXPERTS = {"CartPole": CARTPOLE_EXPERTS_PPO, "Acrobot": ACROBOT_EXPERTS_PPO}
+
+
+@lru_cache(maxsize=4)
+def ppo_experts(scale: str = "paper", env: str = "CartPole") -> tuple[MLPPolicies, np.ndarray]:
+    """The ``3 x n_settings`` PPO experts of ``env``, setting by setting, and the grid index
+    of each expert's setting (committed at paper scale, recomputed at smoke scale)."""
     from dprl.sharma2025.ppo import MLPPolicies
 
-    arrays = result_arrays(CARTPOLE_EXPERTS_PPO, scale)
+    experiment = PPO_EXPERTS[require_choice("env", env, PPO_EXPERTS)]
+    arrays = result_arrays(experiment, scale)
     parameters = arrays["parameters"]
-    _, obs_dim, n_actions = TWINS["CartPole"]
+    _, obs_dim, n_actions = TWINS[env]
     policies = MLPPolicies(parameters.reshape(-1, parameters.shape[-1]), obs_dim,
-                           CARTPOLE_EXPERTS_PPO.config(scale).ppo.hidden, n_actions)
+                           experiment.config(scale).ppo.hidden, n_actions)
     return policies, np.repeat(arrays["setting_index"], parameters.shape[1])
 
 
-def cem_experts_of(settings: np.ndarray, converged: bool = True,
-                   scale: str = "paper") -> ExpertPopulation:
-    """The CEM CartPole experts (:func:`~dprl.experiments.sharma2025.experts.classic_experts`) of the
-    grid settings ``settings`` (all of each setting's experts, setting by setting)."""
-    config = CLASSIC["CartPole", converged].config(scale)
+def cem_experts_of(settings: np.ndarray, converged: bool = True, scale: str = "paper",
+                   env: str = "CartPole") -> ExpertPopulation:
+    """The CEM experts of ``env`` (:func:`~dprl.experiments.sharma2025.experts.
+    classic_experts`) of the grid settings ``settings`` (all of each setting's experts,
+    setting by setting)."""
+    config = CLASSIC[require_choice("env", env, TWINS), converged].config(scale)
     index = np.asarray(settings, dtype=np.int64)
     if index.ndim != 1 or not index.size or np.any(index % config.stride) or np.any(
             index < 0) or np.any(index >= config.n_trials * config.stride):
@@ -147,20 +150,21 @@ def cem_experts_of(settings: np.ndarray, converged: bool = True,
                          f"{config.n_trials * config.stride}), got {index}")
     keep = config.cem.keep
     rows = (index[:, None] // config.stride * keep + np.arange(keep)).ravel()
-    return classic_experts("CartPole", scale, converged).select(rows)
+    return classic_experts(env, scale, converged).select(rows)
 
 
 def demonstrations(experts: ExpertPopulation, per_expert: int, p_min: float, horizon: int,
-                   data_rng: np.random.Generator) -> Demonstrations:
+                   data_rng: np.random.Generator, env: str = "CartPole") -> Demonstrations:
     """App. B.1's data set ``D^Pi`` of all of ``experts``: ``per_expert`` trajectories each on
-    the default CartPole, ``horizon`` steps, modified to ``p_min``, expert ``i`` recorded from
-    ``named_stream(data_rng, i)`` (:func:`dprl.sharma2025.datasets.record`), on demand."""
-    env = CartPoleVariants(horizon=require_int("horizon", horizon))
+    the default ``env`` (a twin), ``horizon`` steps, modified to ``p_min``, expert ``i``
+    recorded from ``named_stream(data_rng, i)`` (:func:`dprl.sharma2025.datasets.record`), on
+    demand."""
+    twin = TWINS[require_choice("env", env, TWINS)][0](horizon=require_int("horizon", horizon))
     p_min = require_probability("p_min", p_min, open_low=True)
 
     def recorder(chosen: ExpertPopulation, index: np.ndarray, n: int,
                  picks: np.ndarray | None = None) -> ExpertData:
-        return record(env, chosen, index, n, p_min, data_rng, picks)
+        return record(twin, chosen, index, n, p_min, data_rng, picks)
 
     return Demonstrations(experts, np.arange(experts.n_experts),
                           require_int("per_expert", per_expert), p_min, recorder)
@@ -168,9 +172,9 @@ def demonstrations(experts: ExpertPopulation, per_expert: int, p_min: float, hor
 
 def agreement_comparison(populations: Mapping[str, ExpertPopulation], n_trajectories: int,
                          rng: np.random.Generator, lengths: Sequence[int] = PREFIX_LENGTHS,
-                         per_expert: int = 20, p_min: float = 0.02,
-                         horizon: int = 200) -> dict[str, np.ndarray]:
-    """Sharma et al. (2025), Alg. 1's quantity on several populations of CartPole experts:
+                         per_expert: int = 20, p_min: float = 0.02, horizon: int = 200,
+                         env: str = "CartPole") -> dict[str, np.ndarray]:
+    """Sharma et al. (2025), Alg. 1's quantity on several populations of ``env``'s experts:
     for each (name -> population), App. B.1's data set of all its experts
     (:func:`demonstrations`, from ``rng``'s named stream of the population's position;
     ``rng`` must be seeded by a ``SeedSequence``), ``n_trajectories`` of them drawn without
@@ -182,7 +186,8 @@ def agreement_comparison(populations: Mapping[str, ExpertPopulation], n_trajecto
     n_trajectories = require_int("n_trajectories", n_trajectories)
     out = {}
     for position, (name, experts) in enumerate(populations.items()):
-        data = demonstrations(experts, per_expert, p_min, horizon, named_stream(rng, position))
+        data = demonstrations(experts, per_expert, p_min, horizon, named_stream(rng, position),
+                              env)
         if n_trajectories > data.n_trajectories:
             raise ValueError(f"n_trajectories must be <= the {data.n_trajectories} "
                              f"trajectories of population {name!r}, got {n_trajectories}")
@@ -193,10 +198,11 @@ def agreement_comparison(populations: Mapping[str, ExpertPopulation], n_trajecto
 
 
 def replicated_release(experts: ExpertPopulation, replicas: int, eps: float, n_releases: int,
-                       rng: np.random.Generator, per_expert: int = 20) -> np.ndarray:
+                       rng: np.random.Generator, per_expert: int = 20,
+                       env: str = "CartPole") -> np.ndarray:
     """``|D_stable|`` (stable transitions) of ``n_releases`` runs of DataRelease (Sharma et
-    al. 2025, Alg. 2, App. B.3's split and ``T`` at ``eps``, ``delta = 1/m``, ``p_min = 0.02``,
-    ``L = 200``) on the population with every expert repeated ``replicas`` times
+    al. 2025, Alg. 2, App. B.3's split and ``T`` at ``eps`` for ``env``, ``delta = 1/m``,
+    ``p_min = 0.02``, ``L = 200``) on the population with every expert repeated ``replicas`` times
     (``m = replicas x n_experts``), each copy recording its own trajectories
     (:func:`demonstrations`, from ``named_stream(rng, 0)``; release ``r`` from
     ``named_stream(rng, 1, r)``). The copies leave the share of experts agreeing with a
@@ -206,11 +212,11 @@ def replicated_release(experts: ExpertPopulation, replicas: int, eps: float, n_r
     replicas = require_int("replicas", replicas)
     n_releases = require_int("n_releases", n_releases)
     population = experts.select(np.repeat(np.arange(experts.n_experts), replicas))
-    params = appendix_b3_parameters("CartPole", eps, population.n_experts)
+    params = appendix_b3_parameters(require_choice("env", env, TWINS), eps, population.n_experts)
     if params is None:
-        raise ValueError(f"eps must be one where App. B.3 runs a CartPole release, got {eps}")
+        raise ValueError(f"eps must be one where App. B.3 runs a {env} release, got {eps}")
     data = demonstrations(population, per_expert, params.p_min, params.max_length,
-                          named_stream(rng, 0))
+                          named_stream(rng, 0), env)
     sizes = np.zeros(n_releases, dtype=np.int64)
     for r in range(n_releases):
         stream = named_stream(rng, 1, r)
@@ -221,24 +227,25 @@ def replicated_release(experts: ExpertPopulation, replicas: int, eps: float, n_r
     return sizes
 
 
-def ppo_and_cem(scale: str = "paper") -> dict[str, ExpertPopulation]:
-    """The PPO experts (``sharma2025-cartpole-experts-ppo``) and the converged CEM experts of
-    the same settings (``sharma2025-cartpole-experts-converged``, 3 per setting)."""
-    ppo, settings = ppo_experts(scale)
-    return {"ppo": ppo, "cem": cem_experts_of(np.unique(settings), scale=scale)}
+def ppo_and_cem(scale: str = "paper", env: str = "CartPole") -> dict[str, ExpertPopulation]:
+    """The PPO experts of ``env`` (``sharma2025-<env>-experts-ppo``) and the converged CEM
+    experts of the same settings (``sharma2025-<env>-experts-converged``, 3 per setting)."""
+    ppo, settings = ppo_experts(scale, env)
+    return {"ppo": ppo, "cem": cem_experts_of(np.unique(settings), scale=scale, env=env)}
 
 
-#: The populations of ``sharma2025-cartpole-ppo-agreement``, trial by trial.
+#: The populations of ``sharma2025-<env>-ppo-agreement``, trial by trial.
 COMPARED = ("ppo", "cem")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PPOComparisonConfig(TrialConfig):
-    """Trial ``i`` measures population ``COMPARED[i]`` of :func:`ppo_and_cem` (experts at
-    ``experts_scale``): prefix agreement on ``n_trajectories`` of its data
+    """Trial ``i`` measures population ``COMPARED[i]`` of :func:`ppo_and_cem` (``env``'s
+    experts at ``experts_scale``): prefix agreement on ``n_trajectories`` of its data
     (:func:`agreement_comparison`) and ``|D_stable|`` of ``n_releases`` releases at each of
     ``epsilons`` with every expert repeated ``replicas`` times (:func:`replicated_release`)."""
 
+    env: str
     experts_scale: str
     n_trajectories: int
     epsilons: tuple[float, ...] = (7.5, 10.0)
@@ -250,6 +257,7 @@ class PPOComparisonConfig(TrialConfig):
         if self.n_trials != len(COMPARED):
             raise ValueError(f"n_trials must be {len(COMPARED)} (one per population of "
                              f"{COMPARED}), got {self.n_trials}")
+        require_choice("env", self.env, PPO_EXPERTS)
         require_choice("experts_scale", self.experts_scale, ("smoke", "paper"))
         require_int("n_trajectories", self.n_trajectories)
         require_int("n_releases", self.n_releases)
@@ -261,29 +269,39 @@ def ppo_comparison_trials(config: PPOComparisonConfig,
     """Each trial's population: ``agreement`` ``(n_trajectories, 3)`` (prefixes of 10, 20,
     40 steps) from the trial's stream 0, ``stable`` ``(len(epsilons), n_releases)`` from its
     streams ``(1, k)``."""
-    populations = ppo_and_cem(config.experts_scale)
+    populations = ppo_and_cem(config.experts_scale, config.env)
     out: dict[str, list[np.ndarray]] = {"agreement": [], "stable": []}
     for rng in rngs:
         name = COMPARED[trial_index(rng)]
         experts = populations[name]
         out["agreement"].append(agreement_comparison(
-            {name: experts}, config.n_trajectories, named_stream(rng, 0))[name])
+            {name: experts}, config.n_trajectories, named_stream(rng, 0), env=config.env)[name])
         out["stable"].append(np.stack([
             replicated_release(experts, config.replicas, eps, config.n_releases,
-                               named_stream(rng, 1, k))
+                               named_stream(rng, 1, k), env=config.env)
             for k, eps in enumerate(config.epsilons)]))
     return {name: np.stack(values) for name, values in out.items()}
 
 
-CARTPOLE_PPO_AGREEMENT = register(Experiment(
-    id="sharma2025-cartpole-ppo-agreement",
-    title="Sharma et al. (2025): do PPO experts agree more than CEM experts? (CartPole, the "
-          "same 100 settings)",
-    chapter="book/sharma2025/experts.ipynb",
-    configs={"smoke": PPOComparisonConfig(n_trials=2, root_seed=2226, batch_size=1,
-                                          experts_scale="smoke", n_trajectories=8,
-                                          epsilons=(10.0,), n_releases=1, replicas=500),
-             "paper": PPOComparisonConfig(n_trials=2, root_seed=2226, batch_size=1,
-                                          experts_scale="paper", n_trajectories=400)},
-    run_trials=ppo_comparison_trials,
-    after=(CARTPOLE_EXPERTS_PPO.id, CLASSIC["CartPole", True].id)))
+def _ppo_agreement(env: str, root_seed: int, n_settings: str, epsilons: tuple[float, ...],
+                   replicas: int, smoke_replicas: int) -> Experiment:
+    experts = PPO_EXPERTS[env]
+    return register(Experiment(
+        id=f"sharma2025-{env.lower()}-ppo-agreement",
+        title=f"Sharma et al. (2025): do PPO experts agree more than CEM experts? ({env}, the "
+              f"same {n_settings} settings)",
+        chapter="book/sharma2025/experts.ipynb",
+        configs={"smoke": PPOComparisonConfig(n_trials=2, root_seed=root_seed, batch_size=1,
+                                              env=env, experts_scale="smoke", n_trajectories=8,
+                                              epsilons=(10.0,), n_releases=1,
+                                              replicas=smoke_replicas),
+                 "paper": PPOComparisonConfig(n_trials=2, root_seed=root_seed, batch_size=1,
+                                              env=env, experts_scale="paper",
+                                              n_trajectories=400, epsilons=epsilons,
+                                              replicas=replicas)},
+        run_trials=ppo_comparison_trials,
+        after=(experts.id, CLASSIC[env, True].id)))
+
+
+CARTPOLE_PPO_AGREEMENT = _ppo_agreement("CartPole", 2226, "100", (7.5, 10.0), 10, 500)
+ACROBOT_PPO_AGREEMENT = _ppo_agreement("Acrobot", 2229, "100", (5.0, 7.5, 10.0), 10, 500)
