@@ -34,7 +34,7 @@ FAMILIES = {"balle2016": ("balle2016-", "primer-"),
             "sharma2025_release": tuple(f"sharma2025-{env}-release"
                                         for env in ("cartpole", "acrobot", "lunarlander", "hiv"))
             + ("sharma2025-agreement", "sharma2025-cartpole-ppo-agreement",
-               "sharma2025-group-attack"),
+               "sharma2025-acrobot-ppo-agreement", "sharma2025-group-attack"),
             # training runs and learning curves: the same training code, minutes a run
             "sharma2025_training": tuple(
                 f"sharma2025-{env}-{kind}" for kind in ("training", "curves", "long", "sgd")
