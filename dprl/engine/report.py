@@ -109,10 +109,10 @@ def compute_by_part(results_dir: Path | str = RESULTS_DIR,
             parts.setdefault(part(experiment.id), []).append(record)
     parts["all"] = [record for records in list(parts.values()) for record in records]
     rows = []
-    for part, records in parts.items():
+    for name, records in parts.items():
         timed = [r for r in records if "cpu_time_s" in r]
         cpu = float(sum(r["cpu_time_s"] for r in timed))
-        rows.append((part, len(records), f"{len(timed)} of {len(records)}", cpu, cpu / 120,
+        rows.append((name, len(records), f"{len(timed)} of {len(records)}", cpu, cpu / 120,
                      ", ".join(sorted({measured_on(r) for r in timed})) or None))
     return Table(("part", "results", "CPU time recorded for", "CPU s", "2-core min",
                   "measured on"), rows)

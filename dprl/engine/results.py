@@ -97,7 +97,6 @@ def current_arrays(experiment_id: str, results_dir: Path | str = RESULTS_DIR
     return load(experiment_id, "paper", results_dir).arrays
 
 
-
 def stored_at_paper_settings(experiment_id: str, config: TrialConfig,
                              results_dir: Path | str = RESULTS_DIR
                              ) -> dict[str, np.ndarray] | None:

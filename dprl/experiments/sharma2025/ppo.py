@@ -38,15 +38,15 @@ import numpy as np
 from dprl.engine.registry import Experiment, TrialConfig, register
 from dprl.experiments.sharma2025.experts import (CLASSIC, TWINS, GridConfig, classic_experts,
                                                  experts_id, result_arrays)
+from dprl.experiments.sharma2025.release import twin_recorder
 from dprl.seeding import named_stream, trial_index
 from dprl.sharma2025.agreement import PREFIX_LENGTHS, prefix_agreement
-from dprl.sharma2025.datasets import ExpertData, record
 from dprl.sharma2025.demonstrations import Demonstrations
 from dprl.sharma2025.experts import ExpertPopulation
 from dprl.sharma2025.ppo_settings import PPOSettings
-from dprl.sharma2025.release import appendix_b3_parameters, data_release
+from dprl.sharma2025.release import PAPER_EPSILONS, appendix_b3_parameters, data_release
 from dprl.sharma2025.variants import DEFAULTS, variant_grid
-from dprl.validation import require_choice, require_int, require_probability
+from dprl.validation import require_choice, require_int
 
 if TYPE_CHECKING:
     from dprl.sharma2025.ppo import MLPPolicies
@@ -159,13 +159,7 @@ def demonstrations(experts: ExpertPopulation, per_expert: int, p_min: float, hor
     the default ``env`` (a twin), ``horizon`` steps, modified to ``p_min``, expert ``i``
     recorded from ``named_stream(data_rng, i)`` (:func:`dprl.sharma2025.datasets.record`), on
     demand."""
-    twin = TWINS[require_choice("env", env, TWINS)][0](horizon=require_int("horizon", horizon))
-    p_min = require_probability("p_min", p_min, open_low=True)
-
-    def recorder(chosen: ExpertPopulation, index: np.ndarray, n: int,
-                 picks: np.ndarray | None = None) -> ExpertData:
-        return record(twin, chosen, index, n, p_min, data_rng, picks)
-
+    recorder = twin_recorder(env, horizon, p_min, data_rng)
     return Demonstrations(experts, np.arange(experts.n_experts),
                           require_int("per_expert", per_expert), p_min, recorder)
 
@@ -283,25 +277,25 @@ def ppo_comparison_trials(config: PPOComparisonConfig,
     return {name: np.stack(values) for name, values in out.items()}
 
 
-def _ppo_agreement(env: str, root_seed: int, n_settings: str, epsilons: tuple[float, ...],
-                   replicas: int, smoke_replicas: int) -> Experiment:
+def _ppo_agreement(env: str, root_seed: int) -> Experiment:
+    """The comparison on ``env``: at paper scale, at each of Fig. 3's eps where App. B.3 runs
+    a release of ``env``, every expert repeated 10 times (m = 3000 for 300 experts)."""
     experts = PPO_EXPERTS[env]
+    epsilons = tuple(eps for eps in PAPER_EPSILONS if appendix_b3_parameters(env, eps))
     return register(Experiment(
         id=f"sharma2025-{env.lower()}-ppo-agreement",
         title=f"Sharma et al. (2025): do PPO experts agree more than CEM experts? ({env}, the "
-              f"same {n_settings} settings)",
+              f"same {experts.config('paper').n_trials} settings)",
         chapter="book/sharma2025/experts.ipynb",
         configs={"smoke": PPOComparisonConfig(n_trials=2, root_seed=root_seed, batch_size=1,
                                               env=env, experts_scale="smoke", n_trajectories=8,
-                                              epsilons=(10.0,), n_releases=1,
-                                              replicas=smoke_replicas),
+                                              epsilons=(10.0,), n_releases=1, replicas=500),
                  "paper": PPOComparisonConfig(n_trials=2, root_seed=root_seed, batch_size=1,
                                               env=env, experts_scale="paper",
-                                              n_trajectories=400, epsilons=epsilons,
-                                              replicas=replicas)},
+                                              n_trajectories=400, epsilons=epsilons)},
         run_trials=ppo_comparison_trials,
         after=(experts.id, CLASSIC[env, True].id)))
 
 
-CARTPOLE_PPO_AGREEMENT = _ppo_agreement("CartPole", 2226, "100", (7.5, 10.0), 10, 500)
-ACROBOT_PPO_AGREEMENT = _ppo_agreement("Acrobot", 2229, "100", (5.0, 7.5, 10.0), 10, 500)
+CARTPOLE_PPO_AGREEMENT = _ppo_agreement("CartPole", 2226)
+ACROBOT_PPO_AGREEMENT = _ppo_agreement("Acrobot", 2229)

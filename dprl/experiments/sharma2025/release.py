@@ -34,6 +34,7 @@ from dprl.sharma2025.experts import ExpertPopulation
 from dprl.sharma2025.hiv_experts import record_trajectories as record_hiv
 from dprl.sharma2025.lander_experts import record_trajectories
 from dprl.sharma2025.release import appendix_b3_split, data_release, release_parameters
+from dprl.validation import require_choice, require_int, require_probability
 
 #: A cell: total eps, number of experts m, and the HIV budget-split reading.
 Cell = tuple[float, int, str]
@@ -60,18 +61,29 @@ class ReleaseConfig(TrialConfig):
         require_population(self.env, self.converged)
 
 
+def twin_recorder(env: str, horizon: int, p_min: float, data_rng: np.random.Generator
+                  ) -> Recorder:
+    """How demonstrations are recorded on the default ``env`` (a twin of
+    :data:`~dprl.experiments.sharma2025.experts.TWINS`), ``horizon`` steps, modified to
+    ``p_min`` (:func:`dprl.sharma2025.datasets.record`; expert ``i`` from the stream
+    ``named_stream(data_rng, i)``)."""
+    twin = TWINS[require_choice("env", env, TWINS)][0](horizon=require_int("horizon", horizon))
+    p_min = require_probability("p_min", p_min, open_low=True)
+
+    def recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
+                 picks: np.ndarray | None = None) -> ExpertData:
+        return record(twin, experts, index, per_expert, p_min, data_rng, picks)
+
+    return recorder
+
+
 def population(config: ReleaseConfig) -> tuple[ExpertPopulation, Recorder]:
     """The experts of ``config.env`` and how their demonstrations are recorded (every
     expert ``i`` from the stream ``named_stream(data_rng, i)`` of the data seed)."""
     data_rng = np.random.default_rng(np.random.SeedSequence(config.data_seed))
     if config.env in TWINS:
-        env = TWINS[config.env][0](horizon=config.horizon)
-
-        def recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
-                     picks: np.ndarray | None = None) -> ExpertData:
-            return record(env, experts, index, per_expert, config.p_min, data_rng, picks)
-
-        return classic_experts(config.env, config.experts_scale, config.converged), recorder
+        return (classic_experts(config.env, config.experts_scale, config.converged),
+                twin_recorder(config.env, config.horizon, config.p_min, data_rng))
     if config.env == "LunarLander":
 
         def lander_recorder(experts: ExpertPopulation, index: np.ndarray, per_expert: int,
