@@ -427,6 +427,17 @@ def test_remeasure_records_the_compute_of_an_identical_recomputation(tmp_path, c
     assert again["remeasured"]["previous_cpu_time_s"] == remeasured["cpu_time_s"]
 
 
+def test_remeasurements_list_each_result_remeasured_after_a_recorded_time(tmp_path):
+    from dprl.engine.report import remeasurements
+
+    first = run("test-toy", "paper", tmp_path, progress=False).provenance["cpu_time_s"]
+    assert not remeasurements(tmp_path).rows  # computed, never remeasured
+    again = runner.remeasure("test-toy", "paper", tmp_path, progress=False).provenance
+    (row,) = remeasurements(tmp_path).rows
+    assert row[:4] == ("test-toy", first, again["cpu_time_s"], again["cpu_time_s"] / first)
+    assert row[4] == again["remeasured"]["created"][:10]
+
+
 def test_remeasure_refuses_other_bits_and_keeps_the_stored_result(tmp_path, capsys):
     run("test-toy", "smoke", tmp_path, progress=False)
     sidecar = result_paths("test-toy", "smoke", tmp_path)[1]

@@ -74,6 +74,24 @@ def measured_on(record: dict) -> str:
     return "unrecorded" if cpu is None else f"{cpu['vendor']} {cpu['model']}"
 
 
+def remeasurements(results_dir: Path | str = RESULTS_DIR) -> Table:
+    """Every current paper-scale result whose CPU time was remeasured (``python -m dprl run
+    <id> --remeasure``) after one was recorded: the CPU seconds before and after, their
+    ratio, and when and on which processor."""
+    rows = []
+    for experiment in all_experiments():
+        if status(experiment.id, "paper", results_dir) != "current":
+            continue
+        again = load(experiment.id, "paper", results_dir).provenance.get("remeasured")
+        if again is None or "previous_cpu_time_s" not in again:
+            continue
+        before, after = again["previous_cpu_time_s"], again["cpu_time_s"]
+        rows.append((experiment.id, before, after, after / before, again["created"][:10],
+                     measured_on({"machine": again["machine"]})))
+    return Table(("result", "CPU s before", "CPU s now", "now / before", "remeasured",
+                  "on"), rows)
+
+
 #: Experiment-id endings that make a part of their own (:func:`part_of`): extensions of
 #: Sharma et al. beyond the book's capped setting (issue 28) and its first populations (issue 40).
 EXTENSIONS = {"-long": "longer runs", "-sgd": "Alg. 4's SGD",
