@@ -393,7 +393,7 @@ def test_each_result_belongs_to_its_part_and_extensions_make_their_own():
 
     assert part_of("sharma2025-cartpole-training") == "sharma2025"
     assert part_of("sharma2025-hiv-long") == "sharma2025, longer runs"
-    assert part_of("audit-xie2019-paper") == "audit"
+    assert part_of("audit-xie2019-paper") == part_of("audit-sharma2025-dp-sgd") == "audit"
     assert paper_of("sharma2025-hiv-long") == paper_of("audit-sharma2025-release") == "sharma2025"
     assert paper_of("audit-gaussian") == "gaussian" and paper_of("primer-policy-evaluation") == "primer"
 

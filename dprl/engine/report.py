@@ -100,10 +100,11 @@ EXTENSIONS = {"-long": "longer runs", "-sgd": "Alg. 4's SGD",
 
 def part_of(experiment_id: str) -> str:
     """The part of the book an experiment belongs to: its id up to the first '-', followed
-    by the name of an extension (:data:`EXTENSIONS`) its id ends with."""
+    by the name of an extension (:data:`EXTENSIONS`) its id ends with; audits have none
+    (``audit-sharma2025-dp-sgd`` audits Alg. 4, it is not the SGD extension)."""
     part = experiment_id.split("-")[0]
-    extension = next((name for end, name in EXTENSIONS.items() if experiment_id.endswith(end)),
-                     None)
+    extension = None if part == "audit" else next(
+        (name for end, name in EXTENSIONS.items() if experiment_id.endswith(end)), None)
     return part if extension is None else f"{part}, {extension}"
 
 
