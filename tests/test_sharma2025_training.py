@@ -84,6 +84,33 @@ def test_the_cache_returns_the_same_bits_and_recomputes_on_a_new_key(tmp_path):
     assert len(calls) == 2
 
 
+def test_workers_that_miss_the_cache_together_compute_it_once(tmp_path):
+    import threading
+    import time
+
+    _, _, _, data = _cartpole()
+    calls, start = [], threading.Barrier(3)
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.5)  # long enough for every other worker to miss the cache too
+        return data
+
+    def worker(loaded):
+        start.wait()
+        loaded.append(cached_training_data(tmp_path / "data.npz", {"a": 1}, compute))
+
+    loaded = []
+    threads = [threading.Thread(target=worker, args=(loaded,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len(loaded) == 3
+    assert all(torch.equal(d.pool.transitions.observations, data.pool.transitions.observations)
+               for d in loaded)
+
+
 def test_coins_are_bernoulli_p():
     coins = draw_coins(100_000, 0.8, np.random.default_rng(0))
     assert coins.dtype == np.bool_ and abs(coins.mean() - 0.8) < 4 * np.sqrt(0.16 / 1e5)

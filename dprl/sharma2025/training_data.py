@@ -10,7 +10,7 @@ Recording every trajectory of 3000 experts costs seconds on the twins and some 7
 LunarLander and HIV (2 cores), so :func:`cached_training_data` keeps the table in an ignored
 folder, keyed by everything that determines it (the committed experts' checksum included); a
 missing or stale file is recomputed, with the same bits, since every expert draws from its
-own stream (:mod:`dprl.sharma2025.datasets`).
+own stream (:mod:`dprl.sharma2025.datasets`), and once, however many workers miss it at once.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from dprl.sharma2025.datasets import ExpertData
 from dprl.sharma2025.experts import ExpertPopulation
@@ -126,18 +131,34 @@ def split_by_release(data: TrainingData, experts: np.ndarray, trajectories: np.n
 def cached_training_data(path: Path, key: dict[str, object],
                          compute: Callable[[], TrainingData]) -> TrainingData:
     """The training data stored at ``path`` when its stored ``key`` (JSON data) matches,
-    otherwise ``compute()``, stored there (atomically) for the next call."""
+    otherwise ``compute()``, stored there (atomically) for the next call. Processes that
+    miss together compute once: the first holds an exclusive lock on ``<path>.lock`` while
+    it computes, and the others then load its file (no lock where ``fcntl`` is missing,
+    Windows: each computes)."""
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    data = _stored(path, digest)
+    if data is not None:
+        return data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f"{path.name}.lock"), "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        data = _stored(path, digest)
+        if data is None:
+            data = compute()
+            temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(temporary, key=np.array(digest), **_to_arrays(data))
+            os.replace(temporary, path)
+    return data
+
+
+def _stored(path: Path, digest: str) -> TrainingData | None:
+    """The table at ``path`` if it exists with key ``digest``."""
     if path.exists():
         with np.load(path) as stored:
             if str(stored["key"]) == digest:
                 return _from_arrays(stored)
-    data = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # workers may race
-    np.savez(temporary, key=np.array(digest), **_to_arrays(data))
-    os.replace(temporary, path)
-    return data
+    return None
 
 
 def _to_arrays(data: TrainingData) -> dict[str, np.ndarray]:
