@@ -77,7 +77,7 @@ def measured_on(record: dict) -> str:
 def remeasurements(results_dir: Path | str = RESULTS_DIR) -> Table:
     """Every current paper-scale result whose CPU time was remeasured (``python -m dprl run
     <id> --remeasure``) after one was recorded: the CPU seconds before and after, their
-    ratio, and when and on which processor."""
+    ratio (NaN where nothing was recorded before), and when and on which processor."""
     rows = []
     for experiment in all_experiments():
         if status(experiment.id, "paper", results_dir) != "current":
@@ -86,8 +86,8 @@ def remeasurements(results_dir: Path | str = RESULTS_DIR) -> Table:
         if again is None or "previous_cpu_time_s" not in again:
             continue
         before, after = again["previous_cpu_time_s"], again["cpu_time_s"]
-        rows.append((experiment.id, before, after, after / before, again["created"][:10],
-                     measured_on({"machine": again["machine"]})))
+        rows.append((experiment.id, before, after, after / before if before else float("nan"),
+                     again["created"][:10], measured_on({"machine": again["machine"]})))
     return Table(("result", "CPU s before", "CPU s now", "now / before", "remeasured",
                   "on"), rows)
 
