@@ -142,8 +142,10 @@ def test_ctrl_c_keeps_finished_batches_and_the_same_command_resumes(tmp_path):
     assert process.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert f"test-slow: {saved}/24 trials saved; rerun the same command to resume" in err
-    # at most the 2 batches in flight finished after Ctrl-C; the queued ones never started
-    assert before <= saved <= before + 2 * 2 and saved < 24
+    # the queued batches never started: at most what the 2 workers held finished after Ctrl-C,
+    # each worker 2 batches of 2 trials (dask's worker-saturation 1.1 gives a one-thread worker
+    # a running and a ready batch, and the ready one may start as the signal arrives)
+    assert before <= saved <= before + 2 * 2 * 2 and saved < 24
     time.sleep(1.0)
     assert _saved(partial) == saved, "a worker kept computing after the interruption"
 
