@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dprl.engine.registry import SCALES, all_experiments, config_to_dict
@@ -74,20 +74,26 @@ def measured_on(record: dict) -> str:
     return "unrecorded" if cpu is None else f"{cpu['vendor']} {cpu['model']}"
 
 
+def current_records(results_dir: Path | str = RESULTS_DIR) -> Iterator[tuple[str, dict]]:
+    """``(id, provenance)`` of every registered experiment whose paper-scale result in
+    ``results_dir`` is current, in registry order."""
+    for experiment in all_experiments():
+        if status(experiment.id, "paper", results_dir) == "current":
+            yield experiment.id, load(experiment.id, "paper", results_dir).provenance
+
+
 def remeasurements(results_dir: Path | str = RESULTS_DIR) -> Table:
     """Every current paper-scale result whose CPU time was remeasured (``python -m dprl run
     <id> --remeasure``) after one was recorded: the CPU seconds before and after, their
     ratio (NaN where nothing was recorded before), and when and on which processor."""
     rows = []
-    for experiment in all_experiments():
-        if status(experiment.id, "paper", results_dir) != "current":
-            continue
-        again = load(experiment.id, "paper", results_dir).provenance.get("remeasured")
+    for experiment_id, record in current_records(results_dir):
+        again = record.get("remeasured")
         if again is None or "previous_cpu_time_s" not in again:
             continue
         before, after = again["previous_cpu_time_s"], again["cpu_time_s"]
-        rows.append((experiment.id, before, after, after / before if before else float("nan"),
-                     again["created"][:10], measured_on({"machine": again["machine"]})))
+        rows.append((experiment_id, before, after, after / before if before else float("nan"),
+                     again["created"][:10], measured_on(record)))
     return Table(("result", "CPU s before", "CPU s now", "now / before", "remeasured",
                   "on"), rows)
 
@@ -122,10 +128,8 @@ def compute_by_part(results_dir: Path | str = RESULTS_DIR,
     sidecars, for how many of them, as minutes on a 2-core machine (CPU seconds / 2 / 60),
     and the processors they were measured on; a last row sums the book."""
     parts: dict[str, list[dict]] = {}
-    for experiment in all_experiments():
-        if status(experiment.id, "paper", results_dir) == "current":
-            record = load(experiment.id, "paper", results_dir).provenance
-            parts.setdefault(part(experiment.id), []).append(record)
+    for experiment_id, record in current_records(results_dir):
+        parts.setdefault(part(experiment_id), []).append(record)
     parts["all"] = [record for records in list(parts.values()) for record in records]
     rows = []
     for name, records in parts.items():
